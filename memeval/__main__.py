@@ -1,0 +1,3 @@
+from memeval.cli import main
+
+main()

@@ -1,0 +1,140 @@
+"""The saved run: the single source of truth every later command reads.
+
+A run directory `reports/<run-id>/` holds:
+- `run.json`      `RunInfo` — config, models, versions, prompt/scenario hashes, the resolved
+                  scenarios (so grading never needs the YAML again);
+- `events.jsonl`  one `TurnRecord` per completed turn, appended as it completes (the journal
+                  `--resume` continues from);
+- `snapshots/<scenario>/r<repeat>/<index>-<turn>.md`  the memory after every turn;
+- tables (`turns.csv`, `questions.csv`, `facts.csv`, `llm_calls.csv`), `report.html`, and
+  `grades.json` once graded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memeval.errors import RunDirError
+
+SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+EVENTS_FILE = "events.jsonl"
+SNAPSHOTS_DIR = "snapshots"
+
+
+class RunInfo(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    created_at: str  # ISO 8601, UTC
+    finished_at: str | None = None
+    status: Literal["running", "complete", "interrupted", "failed"] = "running"
+    argv: list[str] = Field(default_factory=list)
+    memory: str  # memory system spec: file | none | full-history | oracle | pkg.mod:attr
+    config: dict[str, Any] = Field(default_factory=dict)  # repeat, concurrency, cache, store...
+    models: dict[str, str] = Field(default_factory=dict)  # role -> spec
+    model_info: dict[str, dict[str, Any]] = Field(default_factory=dict)  # role -> details
+    strategies: dict[str, str] = Field(default_factory=dict)  # e.g. updater/safety strategy
+    versions: dict[str, str] = Field(default_factory=dict)
+    prompt_hashes: dict[str, str] = Field(default_factory=dict)  # template path -> sha256
+    scenario_hashes: dict[str, str] = Field(default_factory=dict)  # scenario file -> sha256
+    scenarios: dict[str, dict[str, Any]] = Field(default_factory=dict)  # ResolvedScenario dumps
+    units: list[dict[str, Any]] = Field(default_factory=list)  # [{scenario, repeat}] planned
+    phoenix: dict[str, Any] | None = None  # {url, project} when traced
+    error: str | None = None
+
+
+class ToolCallRecord(BaseModel):
+    id: str = ""
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+
+
+class TurnRecord(BaseModel):
+    """One line of events.jsonl: everything about one turn of one scenario repeat."""
+
+    schema_version: int = SCHEMA_VERSION
+    type: Literal["turn"] = "turn"
+    scenario: str
+    repeat: int = 0
+    index: int  # 0-based position of the turn within this scenario run
+    session: str
+    session_index: int
+    session_kind: Literal["seed", "eval"]
+    source: str  # the scenario the turn was written in (differs in combined runs)
+    turn: str
+    user_message: str
+    messages: list[dict[str, Any]] = Field(default_factory=list)  # the turn, OpenAI format
+    answer: str | None = None  # the agent's final reply on eval turns
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    memory_context: str | None = None  # what was injected for this turn
+    expect: dict[str, Any] | None = None
+    question: dict[str, Any] | None = None
+    update: dict[str, Any] = Field(default_factory=dict)  # reference_memory UpdateReport dict
+    snapshot: str = ""  # path relative to the run directory
+    file_chars: int = 0
+    timings: dict[str, float] = Field(default_factory=dict)  # agent_s, update_s, turn_s
+    calls: list[dict[str, Any]] = Field(default_factory=list)  # CallRecord dicts, every role
+    agent_error: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    started_at: str = ""
+    finished_at: str = ""
+
+
+def read_run(run_dir: Path) -> RunInfo:
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise RunDirError(f"{run_dir}: not a run directory (no {RUN_FILE}); pass reports/<run-id>")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from exc
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RunDirError(
+            f"{path}: schema_version {version!r} is not supported (this memeval reads "
+            f"{SCHEMA_VERSION})"
+        )
+    return RunInfo.model_validate(data)
+
+
+def write_run(run_dir: Path, info: RunInfo) -> None:
+    """Atomically (re)write run.json."""
+    path = Path(run_dir) / RUN_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(info.model_dump_json(indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def append_event(run_dir: Path, record: TurnRecord) -> None:
+    """Append one complete line and fsync it: a killed run loses at most the turn in flight."""
+    line = record.model_dump_json() + "\n"
+    with open(Path(run_dir) / EVENTS_FILE, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def iter_events(run_dir: Path) -> Iterator[TurnRecord]:
+    """Complete turn records in file order; a torn last line (killed mid-write) is ignored."""
+    path = Path(run_dir) / EVENTS_FILE
+    if not path.is_file():
+        return
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                break
+            line = line.strip()
+            if line:
+                yield TurnRecord.model_validate_json(line)
+
+
+def read_events(run_dir: Path) -> list[TurnRecord]:
+    return list(iter_events(run_dir))

@@ -1,0 +1,66 @@
+"""The one interface every LLM call in memeval goes through."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, Any]
+
+ROLES = ("agent", "summarizer", "updater", "safety", "compactor", "judge")
+
+
+class ModelError(Exception):
+    """A model call failed for good (after the back end's own retries)."""
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ChatResponse:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    model: str = ""
+    cached: bool = False
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Messages (OpenAI chat format), optional tools (OpenAI function specs), optional JSON
+    schema for the answer; returns content or tool calls, usage and latency."""
+
+    name: str  # the spec that built it, e.g. "openai:gpt-4o-mini", "local:qwen2.5-coder-1.5b"
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> ChatResponse: ...
+
+
+@dataclass
+class CallRecord:
+    """Accounting for one call: every call, whoever made it, lands in a run's llm_calls."""
+
+    role: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    error: str | None = None
+    fake: bool = False  # the `fake` stand-in: never reported as a model result
+    cost_usd: float | None = None  # None when the price is unknown

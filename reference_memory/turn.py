@@ -1,0 +1,53 @@
+"""A completed agent turn, as the pipeline receives it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference_memory.model import Message
+
+
+@dataclass
+class Turn:
+    """One turn in OpenAI chat format: user message(s), assistant replies, tool calls/results.
+
+    `messages` holds only the turn itself (not earlier history, not the injected memory).
+    Assistant tool calls use {"role": "assistant", "tool_calls": [{"id", "type": "function",
+    "function": {"name", "arguments": <JSON string>}}]} and results
+    {"role": "tool", "tool_call_id", "name", "content"}. A turn paused for approval has
+    `completed=False`; the pipeline does not learn from it.
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    completed: bool = True
+
+    def user_messages(self) -> list[str]:
+        return [str(m.get("content") or "") for m in self.messages if m.get("role") == "user"]
+
+    def render(self) -> str:
+        """A plain-text transcript of the whole turn, tool calls and results included."""
+        lines: list[str] = []
+        for m in self.messages:
+            role = m.get("role")
+            if role == "user":
+                lines.append(f"USER: {m.get('content') or ''}")
+            elif role == "assistant":
+                if m.get("content"):
+                    lines.append(f"ASSISTANT: {m['content']}")
+                for call in m.get("tool_calls") or []:
+                    fn = call.get("function", {})
+                    lines.append(f"TOOL CALL {fn.get('name')}: {_compact(fn.get('arguments'))}")
+            elif role == "tool":
+                lines.append(f"TOOL RESULT {m.get('name') or ''}: {_compact(m.get('content'))}")
+        return "\n".join(lines)
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
