@@ -198,7 +198,7 @@ def load_results(run_dir: Path) -> RunResults:
     path = Path(run_dir) / VERDICTS_FILE
     if not path.is_file():
         raise RunDirError(
-            f"{run_dir}: no {VERDICTS_FILE} (the run is not graded); run `memeval grade` on it"
+            f"{run_dir}: no {VERDICTS_FILE} (the run is not graded); run `memeval grade {run_dir}`"
         )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,160 @@
+"""The LLM judge: grades an answer (or a memory write) against the scenario's written criterion.
+
+The judge sees the criterion, the user message, the answer with its tool calls, and the
+memory the agent was given; it answers `{verdict: pass|fail, reason}` under a JSON schema.
+Anything else — an exception, a timeout, unparseable or off-schema text — is recorded as
+verdict "error" with the error; a failed judge is never turned into a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import functools
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from memeval.log import TurnRecord
+from memeval.models.base import ChatModel, Message
+from memeval.results import JudgeResult
+from reference_memory.turn import Turn
+
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["pass", "fail"]},
+        "reason": {"type": "string"},
+    },
+    "required": ["verdict", "reason"],
+    "additionalProperties": False,
+}
+RESULT_CHARS = 600  # a tool result longer than this is cut in the judge's input
+DEFAULT_TIMEOUT_S = 300.0  # the embedded model can take minutes on 2 cores
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    # prompts are plain text for a model, not HTML: no autoescape, but no silent blanks either
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(PROMPTS_DIR),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def _render(template: str, **values: Any) -> str:
+    return _env().get_template(template).render(**values).strip()
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """The messages for one judgement and their hash (a stored result is reused only when
+    the same input would be sent again)."""
+
+    messages: list[Message]
+    input_hash: str
+
+
+def _request(user_prompt: str) -> JudgeRequest:
+    messages: list[Message] = [
+        {"role": "system", "content": _render("judge_system.j2")},
+        {"role": "user", "content": user_prompt},
+    ]
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode("utf-8")).hexdigest()
+    return JudgeRequest(messages=messages, input_hash=digest)
+
+
+def question_request(record: TurnRecord, criterion: str) -> JudgeRequest:
+    """The judge's input for a question: criterion, user message, memory, tool calls, answer."""
+    calls = [
+        {
+            "name": c.name,
+            "arguments": json.dumps(c.arguments, ensure_ascii=False, sort_keys=True),
+            "result": _cut(json.dumps(c.result, ensure_ascii=False, default=str)),
+        }
+        for c in record.tool_calls
+    ]
+    prompt = _render(
+        "judge_question.j2",
+        criterion=criterion,
+        user_message=record.user_message,
+        memory=record.memory_context or "",
+        tool_calls=calls,
+        answer=record.answer or "",
+    )
+    return _request(prompt)
+
+
+def write_request(record: TurnRecord, note: str, file_before: str, file_after: str) -> JudgeRequest:
+    """The judge's input for a write: the expectation's note, the turn, and the file change."""
+    diff = "\n".join(
+        difflib.unified_diff(
+            file_before.splitlines(), file_after.splitlines(), "before", "after", lineterm=""
+        )
+    )
+    transcript = Turn(messages=list(record.messages)).render() or record.user_message
+    prompt = _render(
+        "judge_write.j2", criterion=note, transcript=transcript, diff=diff, file_after=file_after
+    )
+    return _request(prompt)
+
+
+async def run_judge(
+    model: ChatModel, request: JudgeRequest, *, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> JudgeResult:
+    """Ask the judge once. Never raises: failures come back as verdict "error"."""
+    started = time.perf_counter()
+    base = {"model": model.name, "input_hash": request.input_hash}
+    try:
+        response = await asyncio.wait_for(
+            model.chat(request.messages, schema=JUDGE_SCHEMA, temperature=0.0), timeout_s
+        )
+    except TimeoutError:
+        return JudgeResult(verdict="error", error=f"judge timed out after {timeout_s:g} s", **base)
+    # any failure of the judge's back end is recorded as that judgement's error
+    except Exception as exc:
+        return JudgeResult(verdict="error", error=_one_line(f"{type(exc).__name__}: {exc}"), **base)
+    usage = {
+        "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens,
+        "latency_s": response.latency_s or time.perf_counter() - started,
+    }
+    try:
+        verdict, reason = parse_judgement(response.content)
+    except ValueError as exc:
+        return JudgeResult(verdict="error", error=str(exc), **base, **usage)
+    return JudgeResult(verdict=verdict, reason=reason, **base, **usage)
+
+
+def parse_judgement(content: str | None) -> tuple[str, str]:
+    """(verdict, reason) from the judge's JSON; ValueError (one line) when it is not that."""
+    if not content or not content.strip():
+        raise ValueError("judge returned no content")
+    text = content.strip()
+    if text.startswith("```"):  # some back ends fence JSON even under a schema
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError(f"judge answer is not JSON: {_one_line(content)[:200]!r}") from None
+    if not isinstance(data, dict) or data.get("verdict") not in ("pass", "fail"):
+        raise ValueError(
+            f"judge answer has no verdict pass|fail: {_one_line(content)[:200]!r}"
+        ) from None
+    return str(data["verdict"]), _one_line(str(data.get("reason") or ""))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + " …(cut)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

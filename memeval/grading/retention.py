@@ -1,0 +1,104 @@
+"""Fact retention: each fact's state after every turn, and what removed it when it went.
+
+The culprit search replays the turn's applied edit ops over the file the update started
+from, one prefix at a time, with the pipeline's own `apply_ops`; the first op after which
+the fact no longer holds is blamed. If the ops kept it, the compaction that ran on this
+turn is blamed when its input still held the fact; anything else is "unknown", with why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memeval.grading.matching import check_fact
+from memeval.log import TurnRecord
+from memeval.results import CellState, Culprit, FactLoss, FactRetention
+from memeval.scenario.schema import Fact
+from reference_memory.edits import apply_ops as pipeline_apply_ops
+
+ApplyOps = Callable[[str, list[dict[str, Any]]], str]
+
+
+def fact_retention(
+    scenario: str,
+    repeat: int,
+    fact_id: str,
+    fact: Fact,
+    records: Sequence[TurnRecord],
+    files: Sequence[str],
+    apply_ops: ApplyOps | None = None,
+) -> FactRetention:
+    """States of one fact over one scenario repeat; `files[i]` is the snapshot after turn i.
+
+    A fact is expected from the first turn whose `expect.records` names it and superseded
+    from its `until` turn on (that snapshot is taken after the superseding turn).
+    """
+    turn_ids = [r.turn for r in records]
+    expected_from = next(
+        (i for i, r in enumerate(records) if fact_id in ((r.expect or {}).get("records") or [])),
+        None,
+    )
+    until = turn_ids.index(fact.until) if fact.until in turn_ids else None
+    result = FactRetention(
+        scenario=scenario,
+        repeat=repeat,
+        fact=fact_id,
+        turns=turn_ids,
+        expected_from=turn_ids[expected_from] if expected_from is not None else None,
+        until=fact.until,
+    )
+    held_before = False
+    for i, (record, file) in enumerate(zip(records, files, strict=True)):
+        holds = check_fact(fact, file).holds
+        state: CellState
+        if until is not None and i >= until:
+            state = "superseded"
+        elif holds:
+            state = "present"
+        elif held_before:
+            state = "lost"
+            culprit = find_culprit(fact, record.update, apply_ops)
+            result.losses.append(FactLoss(turn=record.turn, index=record.index, culprit=culprit))
+        elif expected_from is not None and i >= expected_from:
+            state = "missing"
+        else:
+            state = "absent"
+        if holds and result.first_present is None:
+            result.first_present = record.turn
+        expected = expected_from is not None and i >= expected_from
+        if expected and state in ("missing", "lost"):
+            result.absent_while_expected.append(record.turn)
+        result.cells.append(state)
+        held_before = holds
+    return result
+
+
+def find_culprit(fact: Fact, update: dict[str, Any], apply_ops: ApplyOps | None = None) -> Culprit:
+    """Which applied op (or the compaction) of this update removed the fact."""
+    before = update.get("file_before") or ""
+    start = check_fact(fact, before)
+    if not start.holds:
+        why = "the update did not start from a file holding the fact (no edit of this turn had it)"
+        return Culprit(kind="unknown", excerpt=why)
+    apply = apply_ops or pipeline_apply_ops
+    ops: list[dict[str, Any]] = list(update.get("ops") or [])
+    held_line = start.line
+    for i in range(len(ops)):
+        try:
+            text = apply(before, ops[: i + 1])
+        # the op list comes from a saved run: any failure to replay it means "cannot tell"
+        except Exception as exc:
+            return Culprit(kind="unknown", excerpt=f"replaying op {i} failed: {exc}")
+        now = check_fact(fact, text)
+        if not now.holds:
+            return Culprit(kind="op", op_index=i, op=ops[i], excerpt=held_line)
+        held_line = now.line
+    compaction = update.get("compaction") or {}
+    compacted_from = compaction.get("text_before") or ""
+    if compacted_from:
+        kept = check_fact(fact, compacted_from)
+        if kept.holds:
+            return Culprit(kind="compaction", excerpt=kept.line)
+    why = "the edit ops kept the fact and no compaction input held it"
+    return Culprit(kind="unknown", excerpt=f"{why} (last seen: {held_line})")

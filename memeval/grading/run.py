@@ -1,0 +1,226 @@
+"""Grade a saved run: checks, retention, the judge, human grades, metrics -> verdicts.json.
+
+Reads only the run directory. Judge results already in `verdicts.json` are reused (so a
+re-grade after human grading calls no model); with a judge model, a stored judgement is
+reused only when it succeeded, came from the same model and the same input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Awaitable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memeval.errors import RunDirError
+from memeval.grading import human
+from memeval.grading.checks import question_checks, verdict_from_checks, write_checks
+from memeval.grading.judge import (
+    DEFAULT_TIMEOUT_S,
+    JudgeRequest,
+    question_request,
+    run_judge,
+    write_request,
+)
+from memeval.grading.metrics import scenario_metrics
+from memeval.grading.retention import ApplyOps, fact_retention
+from memeval.grading.verdicts import effective, headline
+from memeval.log import TurnRecord, read_events, read_run
+from memeval.models.base import ChatModel
+from memeval.results import (
+    GRADES_FILE,
+    VERDICTS_FILE,
+    JudgeResult,
+    RunResults,
+    TurnVerdicts,
+    Verdict,
+    load_results,
+    save_results,
+)
+from memeval.scenario.schema import Expect, Question, ResolvedScenario
+
+JudgeKey = tuple[str, int, str, str]  # (scenario, repeat, turn, "question" | "write")
+
+
+async def grade_run(
+    run_dir: Path,
+    judge: ChatModel | None = None,
+    *,
+    judge_writes: bool = False,
+    rejudge: bool = False,
+    concurrency: int = 4,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    save: bool = True,
+    apply_ops: ApplyOps | None = None,
+    grades: human.GradesFile | None = None,
+) -> RunResults:
+    """Grade every turn of the run; writes verdicts.json unless `save=False`.
+
+    `judge_writes` also judges write expectations against their `note`; `rejudge` ignores
+    stored judgements. Human grades (`grades`, else the run's `grades.json`) apply last.
+    """
+    run_dir = Path(run_dir)
+    info = read_run(run_dir)
+    units: dict[tuple[str, int], list[TurnRecord]] = defaultdict(list)
+    for record in read_events(run_dir):
+        units[(record.scenario, record.repeat)].append(record)
+    has_prior = (run_dir / VERDICTS_FILE).is_file() and not rejudge
+    prior = load_results(run_dir) if has_prior else None
+    previous = _stored_judgements(prior) if prior is not None else {}
+    judge_model = judge.name if judge is not None else (prior.judge_model if prior else None)
+    results = RunResults(run_id=info.run_id, graded_at=_now(), judge_model=judge_model)
+    pending: list[Awaitable[None]] = []
+    limit = asyncio.Semaphore(max(1, concurrency))
+    by_scenario: dict[str, list[TurnRecord]] = defaultdict(list)
+
+    async def ask(request: JudgeRequest, verdicts: TurnVerdicts, target: str) -> None:
+        assert judge is not None
+        async with limit:
+            result = await run_judge(judge, request, timeout_s=timeout_s)
+        setattr(verdicts, "judge" if target == "question" else "write_judge", result)
+
+    for (name, repeat), records in sorted(units.items()):
+        records.sort(key=lambda r: r.index)
+        by_scenario[name].extend(records)
+        scenario = _scenario(info.scenarios, name, run_dir)
+        files = [read_snapshot(run_dir, r) for r in records]
+        starts = [(records[0].update or {}).get("file_before") or "", *files[:-1]]
+        for record, file, before in zip(records, files, starts, strict=True):
+            verdicts = check_turn(record, scenario, file, before)
+            results.turns.append(verdicts)
+            for target, request in _judge_requests(record, verdicts, before, file, judge_writes):
+                key = (name, repeat, record.turn, target)
+                stored = previous.get(key)
+                if judge is None or _reusable(stored, judge, request):
+                    setattr(verdicts, "judge" if target == "question" else "write_judge", stored)
+                elif request is not None:
+                    pending.append(ask(request, verdicts, target))
+        for fact_id, fact in scenario.facts.items():
+            results.facts.append(
+                fact_retention(name, repeat, fact_id, fact, records, files, apply_ops)
+            )
+    await asyncio.gather(*pending)
+    _apply_grades(run_dir, results, grades)
+    for verdicts in results.turns:
+        compose(verdicts)
+    agreement = human.agreement(results.turns)
+    for name, records in by_scenario.items():
+        mine = [t for t in results.turns if t.scenario == name]
+        results.metrics.append(scenario_metrics(name, records, mine, agreement.get(name)))
+    if save:
+        save_results(run_dir, results)
+    return results
+
+
+def check_turn(
+    record: TurnRecord, scenario: ResolvedScenario, file: str, before: str
+) -> TurnVerdicts:
+    """The deterministic verdicts of one turn (judge and human come later)."""
+    verdicts = TurnVerdicts(
+        scenario=record.scenario,
+        repeat=record.repeat,
+        index=record.index,
+        turn=record.turn,
+        session=record.session,
+        kind=record.session_kind,
+    )
+    if record.expect is not None:
+        expect = Expect.model_validate(record.expect)
+        verdicts.write_checks = write_checks(expect, scenario.facts, file, before)
+        verdicts.write_check = verdict_from_checks(verdicts.write_checks)
+    if record.question is not None:
+        question = Question.model_validate(record.question)
+        verdicts.question_type = question.type
+        if record.agent_error is not None:
+            reason = f"the agent failed: {' '.join(record.agent_error.split())}"
+            verdicts.question_check = Verdict(verdict="error", source="check", reason=reason)
+        else:
+            answer = record.answer or ""
+            verdicts.question_checks = question_checks(question, answer, record.tool_calls)
+            verdicts.question_check = verdict_from_checks(verdicts.question_checks)
+    compose(verdicts)
+    return verdicts
+
+
+def compose(verdicts: TurnVerdicts) -> None:
+    """(Re)derive the effective write/question verdicts and the headline from the layers."""
+    if verdicts.write_check is not None:
+        verdicts.write = effective(verdicts.write_check, verdicts.write_judge, verdicts.write_human)
+    if verdicts.question_check is not None:
+        verdicts.question = effective(verdicts.question_check, verdicts.judge, verdicts.human)
+    verdicts.final = headline(verdicts.write, verdicts.question)
+
+
+def read_snapshot(run_dir: Path, record: TurnRecord) -> str:
+    """The memory after the turn; the path must stay inside the run directory."""
+    if not record.snapshot:
+        return str((record.update or {}).get("file_after") or "")
+    root = run_dir.resolve()
+    path = (root / record.snapshot).resolve()
+    if not path.is_relative_to(root):
+        raise RunDirError(f"{run_dir}: turn {record.turn} names a snapshot outside the run")
+    if not path.is_file():
+        raise RunDirError(f"{run_dir}: snapshot {record.snapshot} of turn {record.turn} is missing")
+    return path.read_text(encoding="utf-8")
+
+
+def _judge_requests(
+    record: TurnRecord, verdicts: TurnVerdicts, before: str, file: str, judge_writes: bool
+) -> list[tuple[str, JudgeRequest | None]]:
+    """What would be judged on this turn; the request is None where checks already decided
+    (the stored judgement, if any, is still shown)."""
+    wanted: list[tuple[str, JudgeRequest | None]] = []
+    check = verdicts.question_check
+    if record.question is not None and check is not None:
+        criterion = str(record.question.get("criterion") or "")
+        ok = check.verdict == "pass" and bool(criterion)
+        wanted.append(("question", question_request(record, criterion) if ok else None))
+    check = verdicts.write_check
+    note = str((record.expect or {}).get("note") or "")
+    if check is not None and note:
+        ok = judge_writes and check.verdict == "pass"
+        wanted.append(("write", write_request(record, note, before, file) if ok else None))
+    return wanted
+
+
+def _reusable(stored: JudgeResult | None, judge: ChatModel, request: JudgeRequest | None) -> bool:
+    if stored is None or request is None:
+        return request is None
+    same_input = stored.input_hash == request.input_hash and stored.model == judge.name
+    return same_input and stored.verdict != "error"
+
+
+def _stored_judgements(prior: RunResults) -> dict[JudgeKey, JudgeResult]:
+    stored: dict[JudgeKey, JudgeResult] = {}
+    for t in prior.turns:
+        if t.judge is not None:
+            stored[(t.scenario, t.repeat, t.turn, "question")] = t.judge
+        if t.write_judge is not None:
+            stored[(t.scenario, t.repeat, t.turn, "write")] = t.write_judge
+    return stored
+
+
+def _apply_grades(run_dir: Path, results: RunResults, grades: human.GradesFile | None) -> None:
+    path = run_dir / GRADES_FILE
+    if grades is None:
+        if not path.is_file():
+            return
+        grades = human.load_grades(path)
+    human.check_against_run(grades, results.turns, str(path))
+    index = human.grades_index(grades)
+    for t in results.turns:
+        t.human = index.get((t.scenario, t.repeat, t.turn, "question"))
+        t.write_human = index.get((t.scenario, t.repeat, t.turn, "write"))
+
+
+def _scenario(
+    scenarios: dict[str, dict[str, object]], name: str, run_dir: Path
+) -> ResolvedScenario:
+    if name not in scenarios:
+        raise RunDirError(f"{run_dir}: run.json has no scenario {name!r} for its turns")
+    return ResolvedScenario.model_validate(scenarios[name])
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,157 @@
+"""The LLM judge with a scripted model: what it sees, how failures are recorded, reuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memeval.grading import grade_run
+from memeval.grading.judge import JUDGE_SCHEMA
+from memeval.models.base import ModelError
+from tests.memeval.grading.scripted import ScriptedJudge
+from tests.memeval.rundirs import RunDirBuilder, memory
+
+PASS = '{"verdict": "pass", "reason": "cites 0.648 against 0.90"}'
+FAIL = '{"verdict": "fail", "reason": "does not cite the target"}'
+QUESTION = {
+    "type": "memory-dependent",
+    "criterion": "Says no, citing 0.648 against the 0.90 target.",
+    "answer_matches": [["0.648"]],
+}
+
+
+def one_question_run(tmp_path: Path, answer: str = "No: 0.648 vs the 0.90 target.") -> Path:
+    run = RunDirBuilder(tmp_path / "run")
+    sc = run.scenario("book")
+    sc.turn(
+        "s1t1",
+        file=memory(Goals=["- v2 scored 0.648 against the 0.90 target"]),
+        expect={"note": "Records the score as a goal checkpoint."},
+    )
+    sc.turn(
+        "s2q1",
+        session="s2",
+        kind="eval",
+        user="Ready for prod?",
+        answer=answer,
+        memory_context="MEMORY: v2 scored 0.648 against the 0.90 target",
+        tool_calls=[
+            {"name": "query_spans", "arguments": {"project": "p"}, "result": {"rows": 812}}
+        ],
+        question=QUESTION,
+    )
+    return run.write()
+
+
+async def test_the_judge_sees_criterion_message_memory_calls_and_answer(tmp_path: Path) -> None:
+    judge = ScriptedJudge([PASS])
+    results = await grade_run(one_question_run(tmp_path), judge)
+    turn = results.turn("book", 0, "s2q1")
+    assert turn is not None and turn.question is not None and turn.judge is not None
+    assert (turn.question.verdict, turn.question.source) == ("pass", "judge")
+    assert turn.question.reason == "cites 0.648 against 0.90"
+    assert turn.judge.model == "scripted:judge" and turn.judge.prompt_tokens == 100
+    prompt = judge.requests[0][-1]["content"]
+    for seen in (
+        QUESTION["criterion"],
+        "Ready for prod?",
+        "MEMORY: v2 scored",
+        "query_spans",
+        '"rows": 812',
+        "No: 0.648 vs the 0.90 target.",
+    ):
+        assert seen in prompt
+    assert judge.schemas == [JUDGE_SCHEMA]
+    assert results.judge_model == "scripted:judge"
+
+
+async def test_a_judge_fail_overrides_passing_checks(tmp_path: Path) -> None:
+    results = await grade_run(one_question_run(tmp_path), ScriptedJudge([FAIL]))
+    turn = results.turn("book", 0, "s2q1")
+    assert turn and turn.question and turn.question_check
+    assert turn.question_check.verdict == "pass"
+    assert (turn.question.verdict, turn.question.source) == ("fail", "judge")
+    assert (turn.final.verdict, turn.final.source) == ("fail", "judge")
+
+
+async def test_failed_checks_are_not_sent_to_the_judge(tmp_path: Path) -> None:
+    judge = ScriptedJudge([])
+    results = await grade_run(one_question_run(tmp_path, answer="Yes, ship it."), judge)
+    turn = results.turn("book", 0, "s2q1")
+    assert turn and turn.question and turn.judge is None and judge.requests == []
+    assert (turn.question.verdict, turn.question.source) == ("fail", "check")
+
+
+async def test_judge_failures_are_recorded_not_guessed(tmp_path: Path) -> None:
+    for answer, expected in [
+        ("I think it passes", "not JSON"),
+        ('{"verdict": "maybe", "reason": "?"}', "no verdict pass|fail"),
+        (ModelError("HTTP 429: rate limited"), "ModelError: HTTP 429: rate limited"),
+        (None, "no content"),
+    ]:
+        run_dir = one_question_run(tmp_path / expected.replace(" ", "_").replace(":", ""))
+        script = [answer] if answer is not None else [""]
+        results = await grade_run(run_dir, ScriptedJudge(script))
+        turn = results.turn("book", 0, "s2q1")
+        assert turn and turn.judge and turn.question
+        assert turn.judge.verdict == "error" and expected in (turn.judge.error or "")
+        assert (turn.question.verdict, turn.question.source) == ("error", "judge")
+        assert results.metrics[0].questions_error == 1
+        assert results.metrics[0].memory_dependent.passed == 0
+
+
+async def test_a_judge_that_hangs_times_out_as_an_error(tmp_path: Path) -> None:
+    results = await grade_run(
+        one_question_run(tmp_path), ScriptedJudge([("sleep", 5)]), timeout_s=0.05
+    )
+    turn = results.turn("book", 0, "s2q1")
+    assert turn and turn.judge and turn.judge.verdict == "error"
+    assert "timed out" in (turn.judge.error or "")
+
+
+async def test_stored_judgements_are_reused_and_errors_are_retried(tmp_path: Path) -> None:
+    run_dir = one_question_run(tmp_path)
+    await grade_run(run_dir, ScriptedJudge(["garbage"]))
+    retried = ScriptedJudge([PASS])
+    results = await grade_run(run_dir, retried)  # the stored error is asked again
+    assert len(retried.requests) == 1
+    assert results.turn("book", 0, "s2q1").judge.verdict == "pass"  # type: ignore[union-attr]
+
+    no_calls = ScriptedJudge([])
+    again = await grade_run(run_dir, no_calls)  # same model, same input: reused
+    assert no_calls.requests == []
+    offline = await grade_run(run_dir, None)  # no model at all: the stored result stands
+    for res in (again, offline):
+        turn = res.turn("book", 0, "s2q1")
+        assert (
+            turn
+            and turn.question
+            and (turn.question.verdict, turn.question.source)
+            == (
+                "pass",
+                "judge",
+            )
+        )
+    assert offline.judge_model == "scripted:judge"
+
+    other = ScriptedJudge([FAIL], name="scripted:other-judge")  # another model judges anew
+    assert (await grade_run(run_dir, other)).turn("book", 0, "s2q1").judge.verdict == "fail"  # type: ignore[union-attr]
+    forced = ScriptedJudge([PASS], name="scripted:other-judge")
+    await grade_run(run_dir, forced, rejudge=True)
+    assert len(forced.requests) == 1
+
+
+async def test_writes_are_judged_against_the_note_only_when_asked(tmp_path: Path) -> None:
+    run_dir = one_question_run(tmp_path)
+    judge = ScriptedJudge([PASS])
+    results = await grade_run(run_dir, judge)  # judge_writes off: the question only
+    assert len(judge.requests) == 1
+    assert results.turn("book", 0, "s1t1").write_judge is None  # type: ignore[union-attr]
+
+    judge = ScriptedJudge([FAIL])
+    results = await grade_run(run_dir, judge, judge_writes=True)
+    turn = results.turn("book", 0, "s1t1")
+    assert turn and turn.write and turn.write_judge
+    assert (turn.write.verdict, turn.write.source) == ("fail", "judge")
+    prompt = judge.requests[0][-1]["content"]
+    assert "Records the score as a goal checkpoint." in prompt
+    assert "+- v2 scored 0.648 against the 0.90 target" in prompt  # the diff of the write

@@ -1,0 +1,103 @@
+"""Fact retention on hand-made run directories: states per turn and who removed a fact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memeval.grading import grade_run
+from memeval.results import FactRetention
+from reference_memory.edits import apply_ops
+from tests.memeval.rundirs import RunDirBuilder, memory
+
+SEVENTY = {"match": ["70 rows"], "user_tagged": True, "section": "Conventions"}
+CONV = "- [user] Datasets always have exactly 70 rows."
+STYLE = "- [user] Prefers bullet summaries."
+
+
+def fact(results, name: str) -> FactRetention:
+    return next(f for f in results.facts if f.fact == name)
+
+
+async def test_a_fact_deleted_by_a_replace_op_is_blamed_on_that_op(tmp_path: Path) -> None:
+    run = RunDirBuilder(tmp_path / "run")
+    sc = run.scenario("book", facts={"seventy": SEVENTY})
+    start = memory()
+    add = [{"op": "add", "anchor": "## Conventions\n", "text": CONV}]
+    f1 = apply_ops(start, add)
+    sc.turn("t1", file=f1, ops=add, expect={"records": ["seventy"]})
+    edits = [
+        {"op": "add", "anchor": "## Goals\n", "text": "- ship v2 by June"},
+        {"op": "replace", "old": CONV + "\n", "new": ""},  # the bad edit
+        {"op": "add", "anchor": "## Projects\n", "text": "- book-summary agent"},
+    ]
+    f2 = apply_ops(f1, edits)
+    sc.turn("t2", file=f2, ops=edits)
+    sc.turn("t3", expect={"records": ["seventy"]})
+    results = await grade_run(run.write())
+
+    seventy = fact(results, "seventy")
+    assert seventy.cells == ["present", "lost", "missing"]
+    assert seventy.first_present == "t1"
+    assert seventy.absent_while_expected == ["t2", "t3"]
+    [loss] = seventy.losses
+    assert (loss.turn, loss.index) == ("t2", 1)
+    assert loss.culprit.kind == "op" and loss.culprit.op_index == 1
+    assert loss.culprit.op == {"op": "replace", "old": CONV + "\n", "new": ""}
+    assert loss.culprit.excerpt == CONV
+
+
+async def test_a_fact_lost_in_compaction_is_blamed_on_compaction(tmp_path: Path) -> None:
+    run = RunDirBuilder(tmp_path / "run")
+    sc = run.scenario("book", facts={"style": {"match": ["bullet summaries"]}})
+    f1 = memory(Conventions=[STYLE])
+    sc.turn("t1", file=f1, expect={"records": ["style"]})
+    filler = [{"op": "add", "anchor": STYLE + "\n", "text": "- notes " + "x" * 7100}]
+    over = apply_ops(f1, filler)
+    assert "bullet summaries" in over  # the ops kept it ...
+    compacted = memory(Conventions=["- notes (compacted)"])  # ... the compactor cut it
+    sc.turn("t2", file=compacted, ops=filler, compaction={"text_before": over})
+    results = await grade_run(run.write())
+
+    style = fact(results, "style")
+    assert style.cells == ["present", "lost"]
+    [loss] = style.losses
+    assert loss.culprit.kind == "compaction" and loss.culprit.op_index is None
+    assert loss.culprit.excerpt == STYLE
+
+
+async def test_states_before_expected_after_until_and_unexplained_losses(tmp_path: Path) -> None:
+    run = RunDirBuilder(tmp_path / "run")
+    sc = run.scenario(
+        "book",
+        facts={"seventy": SEVENTY | {"until": "t4"}, "goal": {"match": ["ship v2"]}},
+    )
+    sc.turn("t1", file=memory())
+    sc.turn("t2", file=memory(), expect={"records": ["seventy"]})  # expected, never written
+    with_it = memory(Goals=["- ship v2"], Conventions=[CONV])
+    sc.turn("t3", file=with_it)
+    # the file lost both facts with no op and no compaction: nothing to blame
+    sc.turn("t4", file=memory(Conventions=["- [user] Datasets have 80 rows."]))
+    results = await grade_run(run.write())
+
+    seventy = fact(results, "seventy")
+    assert seventy.cells == ["absent", "missing", "present", "superseded"]
+    assert seventy.expected_from == "t2" and seventy.absent_while_expected == ["t2"]
+    assert seventy.losses == []
+    goal = fact(results, "goal")
+    assert goal.cells == ["absent", "absent", "present", "lost"]
+    assert goal.absent_while_expected == []  # never expected: a loss, not a miss
+    assert goal.losses[0].culprit.kind == "unknown"
+    assert "kept the fact" in goal.losses[0].culprit.excerpt
+
+
+async def test_an_op_list_that_no_longer_applies_gives_unknown_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    run = RunDirBuilder(tmp_path / "run")
+    sc = run.scenario("book", facts={"style": {"match": ["bullet summaries"]}})
+    sc.turn("t1", file=memory(Conventions=[STYLE]))
+    broken = [{"op": "replace", "old": "not in the file", "new": ""}]
+    sc.turn("t2", file=memory(), ops=broken)
+    results = await grade_run(run.write())
+    culprit = fact(results, "style").losses[0].culprit
+    assert culprit.kind == "unknown" and culprit.excerpt.startswith("replaying op 0 failed: op 0")
