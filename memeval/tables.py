@@ -206,20 +206,11 @@ def summary_line(m: ScenarioMetrics) -> str:
 def summary_table(results: RunResults) -> Table:
     """The per-scenario summary as a rich table for the terminal."""
     table = Table(title=f"run {results.run_id}")
-    for column in (
-        "scenario",
-        "repeats",
-        "write-match",
-        "mem-dependent",
-        "mem-corruptible",
-        "compactions (target)",
-        "dropped",
-        "calls/turn",
-        "tokens/turn",
-        "pipeline p50/p95",
-        "with compaction",
-    ):
-        table.add_column(column, justify="left" if column == "scenario" else "right")
+    table.add_column("scenario", no_wrap=True)
+    columns = ["repeats", "write", "mem-dep", "mem-corr", "compact (target)", "dropped"]
+    columns += ["calls/turn", "tokens/turn", "p50/p95", "p50/p95 compact"]
+    for column in columns:
+        table.add_column(column, justify="right")
     for m in results.metrics:
         table.add_row(
             m.scenario,

@@ -1,15 +1,61 @@
-"""`memeval gate` (not implemented yet)."""
+"""`memeval gate RUN_DIR --baseline B`: compare with a baseline, exit 1 on a regression."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
 
-from memeval.cli.app import app, handle_errors
+from memeval.cli.app import EXIT_REGRESSION, app, handle_errors
+from memeval.errors import ConfigError
+from memeval.gate import GateConfig, check_gate, gate_table, write_baseline
+from memeval.junit import write_junit
+from memeval.results import load_results
 
 
-@app.command("gate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command("gate")
 @handle_errors
-def gate_command(ctx: typer.Context) -> None:
-    """Not implemented yet."""
-    typer.echo("memeval gate: not yet implemented", err=True)
-    raise typer.Exit(3)
+def gate_command(
+    run_dir: Annotated[Path, typer.Argument(help="A graded run directory (reports/<run-id>).")],
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="A graded run directory, or a baseline JSON from --write-baseline."),
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option(help="With repeats: flag a drop only when Fisher's p < alpha.")
+    ] = 0.05,
+    max_drop: Annotated[
+        float, typer.Option(help="Tolerated pass-rate drop, 0..1 (0: any drop counts).")
+    ] = 0.0,
+    junit: Annotated[
+        Path | None, typer.Option(help="Write JUnit XML: one case per question and write.")
+    ] = None,
+    write_baseline_to: Annotated[
+        Path | None,
+        typer.Option("--write-baseline", metavar="FILE", help="Save this run's metrics as JSON."),
+    ] = None,
+) -> None:
+    """Print metric deltas against a baseline; exit 1 when a pass rate regressed."""
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha} must be between 0 and 1 (e.g. 0.05)")
+    if not 0 <= max_drop < 1:
+        raise ConfigError(f"--max-drop {max_drop} must be a rate in [0, 1) (e.g. 0.1 for 10%)")
+    if baseline is None and junit is None and write_baseline_to is None:
+        raise ConfigError(
+            "give --baseline B (a run directory or baseline JSON), --junit or --write-baseline FILE"
+        )
+    if junit is not None:
+        typer.echo(f"junit: {write_junit(load_results(run_dir), junit)}")
+    if write_baseline_to is not None:
+        typer.echo(f"baseline: {write_baseline(run_dir, write_baseline_to)}")
+    if baseline is None:
+        return
+    report = check_gate(run_dir, baseline, GateConfig(alpha=alpha, max_drop=max_drop))
+    Console().print(gate_table(report))
+    if report.regressions:
+        names = ", ".join(f"{d.scenario} {d.metric}" for d in report.regressions)
+        typer.echo(f"regression: {names}", err=True)
+        raise typer.Exit(EXIT_REGRESSION)
+    typer.echo("no regression")
