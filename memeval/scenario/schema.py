@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 FORMAT_VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+# The store's cap (DESIGN §1, reference_memory.CAP): a reference file must fit in it.
+MEMORY_CAP = 8000
 
 
 class Strict(BaseModel):
@@ -21,15 +24,20 @@ class Strict(BaseModel):
 class ToolResponse(Strict):
     """`when` + `result` (first match wins), or `default` (the fallback result)."""
 
-    when: dict[str, Any] | None = None
-    result: Any = None
-    default: Any = None
+    when: dict[str, Any] | None = Field(
+        None, description="The arguments this response answers (first matching `when` wins)."
+    )
+    result: Any = Field(None, description="What the tool returns when `when` matches.")
+    default: Any = Field(None, description="What the tool returns when no `when` matched (last).")
 
 
 class Tool(Strict):
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON Schema of the arguments (type: object).",
+    )
     responses: list[ToolResponse] = Field(default_factory=list)
 
 
@@ -37,34 +45,49 @@ class Fact(Strict):
     """A fact memory should hold. `match` is any-of: plain strings are case-insensitive
     substrings, `/.../` strings are regular expressions (case-insensitive)."""
 
-    match: list[str] = Field(min_length=1)
-    user_tagged: bool = False
-    section: str | None = None
-    until: str | None = None  # a turn id after which the fact may go (superseded)
+    match: list[str] = Field(
+        min_length=1, description='Any-of: plain = case-insensitive substring, "/re/" = regex.'
+    )
+    user_tagged: StrictBool = Field(False, description="The fact must sit on a [user] line.")
+    section: str | None = Field(None, description="The `## ` section the fact must sit in.")
+    until: str | None = Field(
+        None, description="A turn id after which the fact may go (superseded)."
+    )
     description: str = ""
 
 
 class Expect(Strict):
-    note: str = ""
-    records: list[str] = Field(default_factory=list)
-    forbids: list[str] = Field(default_factory=list)
-    unchanged: bool = False
+    note: str = Field("", description="What a good write does on this turn, for reviewers.")
+    records: list[str] = Field(
+        default_factory=list, description="Fact ids that must be in the file after this turn."
+    )
+    forbids: list[str] = Field(
+        default_factory=list, description='Patterns that must not be in the file ("/re/" = regex).'
+    )
+    unchanged: StrictBool = Field(False, description="Nothing worth keeping: file must not change.")
 
 
 class Question(Strict):
     type: Literal["memory-dependent", "memory-corruptible"]
-    criterion: str
-    answer_matches: list[list[str]] = Field(default_factory=list)  # all groups; any-of within
+    criterion: str = Field(description="What a right answer does; the judge grades against it.")
+    answer_matches: list[list[str]] = Field(
+        default_factory=list, description="All groups must match; any-of within a group."
+    )
     answer_excludes: list[str] = Field(default_factory=list)
-    must_call: list[str] = Field(default_factory=list)
+    must_call: list[str] = Field(default_factory=list, description="Tools the agent must call.")
     must_not_call: list[str] = Field(default_factory=list)
+    facts: list[str] = Field(
+        default_factory=list, description="Fact ids the answer depends on (optional)."
+    )
 
 
 class TranscriptStep(Strict):
     """One step of a seed turn's scripted transcript: a tool call with its result, or an
     assistant reply."""
 
-    tool_call: dict[str, Any] | None = None  # {name, arguments}
+    tool_call: dict[str, Any] | None = Field(
+        None, description="{name, arguments}: a call of one of the scenario's tools."
+    )
     result: Any = None
     assistant: str | None = None
 
@@ -81,14 +104,16 @@ class Session(Strict):
     id: str
     kind: Literal["seed", "eval"]
     title: str = ""
-    reference_memory: str | None = None  # eval sessions: the file a good pipeline would hold
+    reference_memory: str | None = Field(
+        None, description="Eval sessions: the file a good pipeline would hold at the start."
+    )
     turns: list[TurnSpec] = Field(min_length=1)
 
 
 class Scenario(Strict):
     """A scenario file. A combined scenario has `include` and `order` as well."""
 
-    version: int = FORMAT_VERSION
+    version: StrictInt = FORMAT_VERSION
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]{0,63}$")
     title: str = ""
     description: str = ""
@@ -97,8 +122,13 @@ class Scenario(Strict):
     tools: list[Tool] = Field(default_factory=list)
     facts: dict[str, Fact] = Field(default_factory=dict)
     sessions: list[Session] = Field(default_factory=list)
-    include: list[str] = Field(default_factory=list)
-    order: list[str] = Field(default_factory=list)  # "scenario/session" or an own session id
+    include: list[str] = Field(
+        default_factory=list, description="Combined: names of the scenarios whose sessions it uses."
+    )
+    order: list[str] = Field(
+        default_factory=list,
+        description='Combined: every session once, as "scenario/session" or an own session id.',
+    )
 
 
 # ---- resolved form: what the runner replays and run.json records --------------------------
@@ -128,6 +158,9 @@ class ResolvedScenario(BaseModel):
     path: str = ""
     facts: dict[str, Fact] = Field(default_factory=dict)
     sessions: list[ResolvedSession]
+    description: str = ""
+    files: list[str] = Field(default_factory=list)  # every scenario file read, this one first
+    tools: list[Tool] = Field(default_factory=list)  # every fixture tool, for reports
 
     def turn_ids(self) -> list[str]:
         return [t.id for s in self.sessions for t in s.turns]
