@@ -1,0 +1,276 @@
+"""The report's view model, built only from the saved run directory.
+
+Reads run.json, events.jsonl, the snapshots and (when the run is graded) verdicts.json, and
+arranges them per scenario repeat ("unit"): a size chart, a retention grid and turn cards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memeval.log import RunInfo, TurnRecord
+from memeval.report.cards import Card, build_card, pretty
+from memeval.report.chart import Chart, SessionSpan, SizePoint, size_chart
+from memeval.report.links import phoenix_base, phoenix_link
+from memeval.results import FactRetention, RunResults, ScenarioMetrics
+
+SIZE_LINES = [(6000, "target 6,000"), (7000, "trigger 7,000"), (8000, "cap 8,000")]
+
+
+@dataclass
+class ModelRow:
+    role: str
+    spec: str
+    fake: bool
+
+
+@dataclass
+class GridCell:
+    state: str
+    href: str | None
+    title: str
+
+
+@dataclass
+class GridRow:
+    fact: str
+    description: str
+    cells: list[GridCell]
+    lost: int
+
+
+@dataclass
+class SessionBlock:
+    id: str
+    kind: str
+    title: str
+    source: str
+    cards: list[Card]
+
+
+@dataclass
+class UnitView:
+    anchor: str
+    scenario: str
+    repeat: int
+    title: str
+    chart: Chart
+    columns: list[tuple[str, int, bool]]  # anchor, turn index, first turn of a session
+    grid: list[GridRow]
+    sessions: list[SessionBlock]
+    failing: int = 0
+
+
+@dataclass
+class ReportView:
+    run: RunInfo
+    models: list[ModelRow]
+    judge_model: str | None
+    graded_at: str | None
+    summary: list[tuple[str, ScenarioMetrics]]  # (title, metrics)
+    units: list[UnitView]
+    graded: bool
+    n_turns: int
+    checks_only: bool = False  # verdicts computed for display only; verdicts.json not written
+    data: dict[str, Any] = field(default_factory=dict)  # embedded as JSON for the page's script
+
+
+def build_view(
+    run_dir: Path, run: RunInfo, events: list[TurnRecord], results: RunResults | None
+) -> ReportView:
+    base = phoenix_base(run.phoenix)
+    units = [
+        _unit(f"u{k}", run_dir, run, recs, results, base)
+        for k, recs in enumerate(_group_units(run, events))
+    ]
+    summary = [(_title(run, m.scenario), m) for m in (results.metrics if results else [])]
+    models = [ModelRow(role, spec, _is_fake(spec)) for role, spec in run.models.items()]
+    human = [
+        {
+            "scenario": c.scenario,
+            "repeat": c.repeat,
+            "turn": c.turn,
+            "target": g.target,
+            "verdict": g.human["verdict"],
+            "note": g.human.get("note", ""),
+            "grader": g.human.get("grader", ""),
+        }
+        for u in units
+        for s in u.sessions
+        for c in s.cards
+        for g in c.grades
+        if g.human
+    ]
+    return ReportView(
+        run=run,
+        models=models,
+        judge_model=results.judge_model if results else None,
+        graded_at=results.graded_at if results else None,
+        summary=summary,
+        units=units,
+        graded=results is not None,
+        n_turns=len(events),
+        data={"runId": run.run_id, "humanGrades": human},
+    )
+
+
+def card_anchors(run: RunInfo, events: list[TurnRecord]) -> dict[tuple[str, int, str], str]:
+    """(scenario, repeat, turn) -> the element id of its card, as `build_view` assigns them."""
+    return {
+        (rec.scenario, rec.repeat, rec.turn): f"u{k}-t{rec.index}"
+        for k, recs in enumerate(_group_units(run, events))
+        for rec in recs
+    }
+
+
+def _group_units(run: RunInfo, events: list[TurnRecord]) -> list[list[TurnRecord]]:
+    """Turns per (scenario, repeat) in plan order; a resumed run's later record of a turn wins."""
+    by_unit: dict[tuple[str, int], dict[int, TurnRecord]] = {}
+    for rec in events:
+        by_unit.setdefault((rec.scenario, rec.repeat), {})[rec.index] = rec
+    planned = [(str(u.get("scenario")), int(u.get("repeat") or 0)) for u in run.units]
+    order = [k for k in planned if k in by_unit] + sorted(k for k in by_unit if k not in planned)
+    return [[by_unit[k][i] for i in sorted(by_unit[k])] for k in order]
+
+
+def _unit(
+    anchor: str,
+    run_dir: Path,
+    run: RunInfo,
+    recs: list[TurnRecord],
+    results: RunResults | None,
+    base: str | None,
+) -> UnitView:
+    scenario, repeat = recs[0].scenario, recs[0].repeat
+    cards: list[Card] = []
+    previous: str | None = None
+    for rec in recs:
+        after = _snapshot(run_dir, rec)
+        before = previous if previous is not None else str(rec.update.get("file_before") or "")
+        verdicts = results.turn(scenario, repeat, rec.turn) if results else None
+        link = phoenix_link(base, rec.trace_id, rec.span_id)
+        cards.append(
+            build_card(
+                rec, unit=anchor, before=before, after=after, verdicts=verdicts, trace_url=link
+            )
+        )
+        previous = after
+    facts = [
+        f
+        for f in (results.facts if results else [])
+        if (f.scenario, f.repeat) == (scenario, repeat)
+    ]
+    sessions = _sessions(run, scenario, cards)
+    grid = [_grid_row(run, f, cards) for f in facts]
+    _attach_losses(facts, cards)
+    starts = {s.cards[0].index for s in sessions}
+    return UnitView(
+        anchor=anchor,
+        scenario=scenario,
+        repeat=repeat,
+        title=_title(run, scenario),
+        chart=_chart(cards, sessions),
+        columns=[(c.anchor, c.index, c.index in starts) for c in cards],
+        grid=grid,
+        sessions=sessions,
+        failing=sum(1 for c in cards if c.failing),
+    )
+
+
+def _snapshot(run_dir: Path, rec: TurnRecord) -> str:
+    """The file after the turn; the snapshot path must stay inside the run directory."""
+    root = run_dir.resolve()
+    if rec.snapshot:
+        path = (root / rec.snapshot).resolve()
+        if path.is_relative_to(root) and path.is_file():
+            return path.read_text(encoding="utf-8")
+    return str(rec.update.get("file_after") or "")
+
+
+def _sessions(run: RunInfo, scenario: str, cards: list[Card]) -> list[SessionBlock]:
+    titles = {
+        str(s.get("id")): str(s.get("title") or "")
+        for s in (run.scenarios.get(scenario) or {}).get("sessions") or []
+        if isinstance(s, dict)
+    }
+    blocks: list[SessionBlock] = []
+    for card in cards:
+        if not blocks or blocks[-1].id != card.session:
+            blocks.append(
+                SessionBlock(card.session, card.kind, titles.get(card.session, ""), card.source, [])
+            )
+        blocks[-1].cards.append(card)
+    return blocks
+
+
+def _chart(cards: list[Card], sessions: list[SessionBlock]) -> Chart:
+    points = []
+    for c in cards:
+        comp = c.compaction
+        mark = None
+        if comp:
+            after = comp.after_chars if comp.accepted else c.file_chars
+            mark = (comp.before_chars, after, comp.reached_target and comp.accepted)
+        points.append(
+            SizePoint(c.index, c.file_chars, c.anchor, c.turn, mark, c.status == "dropped-over-cap")
+        )
+    spans = [SessionSpan(s.cards[0].index, s.cards[-1].index, s.id, s.kind) for s in sessions]
+    return size_chart(points, spans, SIZE_LINES)
+
+
+def _grid_row(run: RunInfo, fact: FactRetention, cards: list[Card]) -> GridRow:
+    by_turn = {c.turn: c for c in cards}
+    turns = fact.turns or [c.turn for c in cards]
+    losses = {loss.turn: loss for loss in fact.losses}
+    state_of = dict(zip(turns, fact.cells, strict=False))
+    cells: list[GridCell] = []
+    for card in cards:
+        state = state_of.get(card.turn, "absent")
+        title = f"{fact.fact} after {card.turn}: {state}"
+        href = None
+        if state == "lost" and card.turn in losses:
+            title += f" — {_culprit_text(losses[card.turn].culprit.model_dump())}"
+            href = by_turn[card.turn].anchor
+        elif state in ("lost", "missing"):
+            href = card.anchor
+        cells.append(GridCell(state, href, title))
+    spec = ((run.scenarios.get(fact.scenario) or {}).get("facts") or {}).get(fact.fact) or {}
+    desc = str(spec.get("description") or "") or " · ".join(str(m) for m in spec.get("match") or [])
+    return GridRow(fact.fact, desc, cells, lost=len(fact.losses))
+
+
+def _attach_losses(facts: list[FactRetention], cards: list[Card]) -> None:
+    """Tell each card which facts were lost at its turn, and by what."""
+    by_turn = {c.turn: c for c in cards}
+    for fact in facts:
+        for loss in fact.losses:
+            card = by_turn.get(loss.turn)
+            if card is not None:
+                culprit = loss.culprit.model_dump()
+                detail = (
+                    pretty(culprit["op"]) if culprit.get("op") else culprit.get("excerpt") or ""
+                )
+                card.losses.append(
+                    {"fact": fact.fact, "text": _culprit_text(culprit), "detail": detail}
+                )
+
+
+def _culprit_text(culprit: dict[str, Any]) -> str:
+    kind = culprit.get("kind")
+    if kind == "op":
+        op = culprit.get("op") or {}
+        name = op.get("op") or op.get("kind") or "op"
+        return f"removed by edit op #{culprit.get('op_index')} ({name})"
+    if kind == "compaction":
+        return "removed by compaction"
+    return "removed by an unknown cause"
+
+
+def _title(run: RunInfo, scenario: str) -> str:
+    return str((run.scenarios.get(scenario) or {}).get("title") or "")
+
+
+def _is_fake(spec: str) -> bool:
+    return spec == "fake" or spec.startswith("fake:")

@@ -1,0 +1,71 @@
+"""Size-chart geometry and Phoenix links built only from safe, validated parts."""
+
+from __future__ import annotations
+
+import pytest
+
+from memeval.report.chart import SessionSpan, SizePoint, size_chart
+from memeval.report.links import phoenix_base, phoenix_link
+
+LINES = [(6000, "target"), (7000, "trigger"), (8000, "cap")]
+
+
+def test_chart_places_sizes_limits_compactions_and_sessions() -> None:
+    points = [
+        SizePoint(0, 1000, "u0-t0", "s1t1"),
+        SizePoint(1, 7500, "u0-t1", "s1t2", compaction=(7500, 5900, True)),
+        SizePoint(2, 5900, "u0-t2", "s2t1", dropped=True),
+    ]
+    sessions = [SessionSpan(0, 1, "s1", "seed"), SessionSpan(2, 2, "s2", "eval")]
+    chart = size_chart(points, sessions, LINES)
+    ys = [p.y for p in chart.points]
+    assert ys[1] < ys[2] < ys[0]  # bigger file, higher point (SVG y grows downwards)
+    assert [line.label for line in chart.limits] == ["target", "trigger", "cap"]
+    cap, target = chart.limits[2], chart.limits[0]
+    assert cap.y < target.y
+    (mark,) = chart.compactions
+    assert mark.y_before < mark.y_after and mark.reached and mark.anchor == "u0-t1"
+    assert "7,500 → 5,900" in mark.title
+    assert [d.anchor for d in chart.dropped] == ["u0-t2"]
+    assert [b.label for b in chart.bands] == ["s1", "s2"]
+    assert chart.bands[1].x > chart.bands[0].x
+    assert all(chart.top <= y <= chart.bottom for y in ys)
+
+
+def test_chart_grows_above_the_cap_when_a_file_exceeds_it() -> None:
+    chart = size_chart([SizePoint(0, 9500, "a", "t")], [], LINES)
+    assert chart.points[0].y >= chart.top
+    assert chart.yticks[-1].value >= 9500
+
+
+def test_phoenix_link_prefers_the_turn_span() -> None:
+    base = phoenix_base({"url": "http://127.0.0.1:6006/", "project": "memeval"})
+    assert base == "http://127.0.0.1:6006"
+    assert phoenix_link(base, "ab" * 16, "cd" * 8) == f"{base}/redirects/spans/{'cd' * 8}"
+    assert phoenix_link(base, "ab" * 16, None) == f"{base}/redirects/traces/{'ab' * 16}"
+
+
+def test_phoenix_collector_endpoint_maps_to_the_ui_root() -> None:
+    assert phoenix_base({"url": "https://phoenix.example/v1/traces"}) == "https://phoenix.example"
+
+
+@pytest.mark.parametrize(
+    "phoenix",
+    [
+        None,
+        {},
+        {"url": "javascript:alert(1)//"},
+        {"url": "data:text/html,<script>alert(1)</script>"},
+        {"url": "//evil.example"},
+        {"url": 42},
+    ],
+)
+def test_unsafe_or_missing_phoenix_config_gives_no_link(phoenix: dict | None) -> None:
+    base = phoenix_base(phoenix)
+    assert base is None
+    assert phoenix_link(base, "ab" * 16, "cd" * 8) is None
+
+
+@pytest.mark.parametrize("trace_id", ["javascript:alert(1)", "../../etc", "AB" * 15, ""])
+def test_ids_that_are_not_hex_give_no_link(trace_id: str) -> None:
+    assert phoenix_link("http://127.0.0.1:6006", trace_id, "x" * 16) is None
