@@ -5,11 +5,14 @@ Grading writes `verdicts.json` into the run directory with the judge's answers i
 additions beyond it (all optional, all documented on the fields): `write_check`/
 `question_check` (the deterministic verdicts before any override), `write_judge`/`write_human`
 (the same layers for write expectations), `FactRetention.expected_from`/`until`/`turns`,
-`ScenarioMetrics` counters `turns`, `questions_error`, `rejected_updates`, `failed_updates`,
-and the judge's accounting (tokens, latency, input hash) on `JudgeResult`.
+`ScenarioMetrics` counters `turns`, `questions_error`, `questions_ungraded`,
+`rejected_updates`, `failed_updates`, and the judge's accounting (tokens, latency, input
+hash) on `JudgeResult`.
 
 Precedence of the effective verdict (`write`, `question`): human > judge > check, except that
-failed checks stand unless a human says otherwise; a judge only decides when checks passed.
+failed checks stand unless a human says otherwise; a judge only decides when checks passed
+or there were none. A question or write with nothing to check and no judge/human is "na"
+(ungraded) and left out of the pass/total counts.
 """
 
 from __future__ import annotations
@@ -160,6 +163,7 @@ class ScenarioMetrics(BaseModel):
     memory_dependent: Ratio = Field(default_factory=Ratio)
     memory_corruptible: Ratio = Field(default_factory=Ratio)
     questions_error: int = 0  # questions whose final verdict is "error" (agent or judge failed)
+    questions_ungraded: int = 0  # "na": no checks and no judge or human verdict (not in totals)
     compactions: int = 0
     compactions_reached_target: int = 0
     dropped_writes: int = 0

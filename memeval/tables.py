@@ -198,6 +198,8 @@ def summary_line(m: ScenarioMetrics) -> str:
     ]
     if m.questions_error:
         parts.insert(3, f"question errors {m.questions_error}")
+    if m.questions_ungraded:
+        parts.insert(3, f"ungraded questions {m.questions_ungraded}")
     if m.judge_human_agreement is not None:
         parts.append(f"judge-human agreement {m.judge_human_agreement}")
     return " · ".join(parts)

@@ -82,12 +82,16 @@ def question_checks(
 
 
 def verdict_from_checks(checks: Sequence[CheckResult]) -> Verdict:
-    """pass when every check passed (vacuously, with none); the failures are the evidence."""
+    """pass when every check passed, with the failures as evidence otherwise; "na" when there
+    is nothing to check (only a criterion or a note: the judge or a human must decide)."""
+    if not checks:
+        reason = "no deterministic checks: ungraded until the judge or a human decides"
+        return Verdict(verdict="na", source="check", reason=reason)
     failed = [c for c in checks if not c.passed]
     if failed:
         reason = "failed: " + ", ".join(c.name for c in failed)
         return Verdict(verdict="fail", source="check", reason=reason, evidence=_evidence(failed))
-    reason = f"{len(checks)} checks passed" if checks else "no deterministic checks"
+    reason = f"{len(checks)} checks passed"
     return Verdict(verdict="pass", source="check", reason=reason, evidence=_evidence(checks))
 
 

@@ -31,6 +31,7 @@ def scenario_metrics(
             ratio = m.memory_corruptible if v.question_type == "memory-corruptible" else None
             _count(ratio or m.memory_dependent, v.question.verdict)
             m.questions_error += v.question.verdict == "error"
+            m.questions_ungraded += v.question.verdict == "na"
     plain: list[float] = []
     compacted: list[float] = []
     calls = tokens = 0

@@ -174,12 +174,12 @@ def _judge_requests(
     check = verdicts.question_check
     if record.question is not None and check is not None:
         criterion = str(record.question.get("criterion") or "")
-        ok = check.verdict == "pass" and bool(criterion)
+        ok = check.verdict in ("pass", "na") and bool(criterion)
         wanted.append(("question", question_request(record, criterion) if ok else None))
     check = verdicts.write_check
     note = str((record.expect or {}).get("note") or "")
     if check is not None and note:
-        ok = judge_writes and check.verdict == "pass"
+        ok = judge_writes and check.verdict in ("pass", "na")
         wanted.append(("write", write_request(record, note, before, file) if ok else None))
     return wanted
 

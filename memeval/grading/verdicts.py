@@ -1,8 +1,9 @@
 """How check, judge and human verdicts combine into the effective one, in one place.
 
 A human grade overrides everything. Otherwise failed (or errored) checks stand, and a judge
-decides only when the checks passed; a judge that failed makes the verdict "error", since a
-failed judgement is not evidence either way. Every effective verdict keeps its source.
+decides only when the checks passed (or there were none); a judge that failed makes the
+verdict "error", since a failed judgement is not evidence either way. Every effective
+verdict keeps its source.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ def effective(check: Verdict, judge: JudgeResult | None, human: HumanGrade | Non
         return Verdict(
             verdict=human.verdict, source="human", reason=reason, evidence=check.evidence
         )
-    if check.verdict != "pass" or judge is None:
+    if check.verdict not in ("pass", "na") or judge is None:
         return check
     if judge.verdict == "error":
         reason = f"the judge failed: {judge.error or 'unknown error'}"
@@ -27,13 +28,11 @@ def effective(check: Verdict, judge: JudgeResult | None, human: HumanGrade | Non
 
 
 def headline(write: Verdict | None, question: Verdict | None) -> Verdict:
-    """The turn's one verdict: a fail anywhere, else an error anywhere, else pass; "na" when
-    the turn expects nothing. The question speaks first when both agree."""
+    """The turn's one verdict: a fail anywhere, else an error, else a pass, else "na" (nothing
+    expected, or nothing graded yet). The question speaks first when both agree."""
     present = [v for v in (question, write) if v is not None]
-    for wanted in ("fail", "error"):
+    for wanted in ("fail", "error", "pass", "na"):
         for verdict in present:
             if verdict.verdict == wanted:
                 return verdict
-    if present:
-        return present[0]
     return Verdict(verdict="na", source="check", reason="nothing expected of this turn")

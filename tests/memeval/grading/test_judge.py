@@ -155,3 +155,47 @@ async def test_writes_are_judged_against_the_note_only_when_asked(tmp_path: Path
     prompt = judge.requests[0][-1]["content"]
     assert "Records the score as a goal checkpoint." in prompt
     assert "+- v2 scored 0.648 against the 0.90 target" in prompt  # the diff of the write
+
+
+def criterion_only_run(tmp_path: Path, agent_error: str | None = None) -> Path:
+    run = RunDirBuilder(tmp_path / "run")
+    run.scenario("book").turn(
+        "q1",
+        kind="eval",
+        answer="" if agent_error else "Let me check the docs first.",
+        agent_error=agent_error,
+        question={"type": "memory-corruptible", "criterion": "Does not invent a dataset."},
+    )
+    return run.write()
+
+
+async def test_a_criterion_without_checks_is_ungraded_until_judged(tmp_path: Path) -> None:
+    run_dir = criterion_only_run(tmp_path)
+    results = await grade_run(run_dir, None)
+    turn = results.turn("book", 0, "q1")
+    assert turn and turn.question and turn.question.verdict == "na"
+    metrics = results.metrics[0]
+    assert str(metrics.memory_corruptible) == "0/0" and metrics.questions_ungraded == 1
+
+    results = await grade_run(run_dir, ScriptedJudge([PASS]))
+    turn = results.turn("book", 0, "q1")
+    assert (
+        turn
+        and turn.question
+        and (turn.question.verdict, turn.question.source)
+        == (
+            "pass",
+            "judge",
+        )
+    )
+    assert str(results.metrics[0].memory_corruptible) == "1/1"
+
+
+async def test_an_agent_failure_is_an_error_not_a_judgement(tmp_path: Path) -> None:
+    judge = ScriptedJudge([])
+    results = await grade_run(criterion_only_run(tmp_path, "TimeoutError: 300 s"), judge)
+    turn = results.turn("book", 0, "q1")
+    assert turn and turn.question and judge.requests == []
+    assert (turn.question.verdict, turn.question.source) == ("error", "check")
+    assert turn.question.reason == "the agent failed: TimeoutError: 300 s"
+    assert str(results.metrics[0].memory_corruptible) == "0/1"
