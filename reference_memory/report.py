@@ -72,6 +72,7 @@ class CompactionReport:
 class UpdateReport:
     status: str = Status.UNCHANGED.value
     strategy: str = "ops"  # which updater strategy produced the ops
+    safety_strategy: str = ""  # which safety strategy judged the new text ("" in older reports)
     summary: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     ops: list[dict[str, Any]] = field(default_factory=list)  # applied, in order, after safety
