@@ -8,7 +8,8 @@ one-sided Fisher exact test on the pooled pass/fail counts gives p < `alpha` (de
 Fisher's test is exact for the small counts and near-100% pass rates a suite produces,
 where normal-approximation tests and Wilson intervals are unreliable; one-sided because
 only getting worse fails a build. Other numbers (compactions, calls, tokens, latency) are
-shown as information, never gated.
+shown as information, never gated. A scenario only in the baseline is listed as missing,
+not failed, so a run of a subset can still be gated against a full baseline.
 """
 
 from __future__ import annotations

@@ -151,3 +151,16 @@ def test_junit_has_a_case_per_question_and_write_with_evidence(tmp_path: Path) -
     assert "none of ['0.648'] in the answer" in (failure.text or "")
     code, _out, _ = gate(run, "--junit", tmp_path / "cli.xml")
     assert code == 0 and ET.parse(tmp_path / "cli.xml").getroot().get("tests") == "3"
+
+
+def test_junit_keeps_hostile_scenario_and_model_text_as_text(tmp_path: Path) -> None:
+    from tests.memeval.rundirs import build_sample_run
+
+    run = build_sample_run(tmp_path / "run", hostile=True)
+    asyncio.run(grade_run(run))
+    path = write_junit(load_results(run), tmp_path / "junit.xml")
+    root = ET.parse(path).getroot()  # parses: every string was escaped
+    assert root.find(".//script") is None
+    failures = [f.text or "" for f in root.iter("failure")]
+    assert any('<script>alert("x")</script>' in f for f in failures)  # kept, as text
+    assert "<script>" not in path.read_text(encoding="utf-8")
