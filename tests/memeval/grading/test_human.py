@@ -12,8 +12,7 @@ from memeval.cli import app
 from memeval.grading import grade_run
 from memeval.grading.human import GradesError, load_grades
 from memeval.results import load_results
-from tests.memeval.grading.scripted import ScriptedJudge
-from tests.memeval.grading.test_judge import PASS, one_question_run
+from tests.memeval.grading.test_judge import PASS, one_question_run, scripted_judge
 
 
 def grades_file(path: Path, *entries: dict, **top) -> Path:
@@ -36,7 +35,7 @@ def grade(turn: str = "s2q1", target: str = "question", verdict: str = "fail", *
 
 async def test_a_human_grade_overrides_the_judge_and_keeps_its_source(tmp_path: Path) -> None:
     run_dir = one_question_run(tmp_path)
-    await grade_run(run_dir, ScriptedJudge([PASS]))
+    await grade_run(run_dir, scripted_judge([PASS]))
     grades_file(run_dir / "grades.json", grade())
     results = await grade_run(run_dir, None)  # the stored judgement is reused, then overridden
     turn = results.turn("book", 0, "s2q1")

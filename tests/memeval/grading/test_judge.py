@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from memeval.grading import grade_run
 from memeval.grading.judge import JUDGE_SCHEMA
-from memeval.models.base import ModelError
-from tests.memeval.grading.scripted import ScriptedJudge
+from memeval.models.base import ChatResponse, ModelError
+from memeval.models.scripted import ScriptedModel
 from tests.memeval.rundirs import RunDirBuilder, memory
 
 PASS = '{"verdict": "pass", "reason": "cites 0.648 against 0.90"}'
 FAIL = '{"verdict": "fail", "reason": "does not cite the target"}'
+
+
+def scripted_judge(steps: list, name: str = "scripted:judge") -> ScriptedModel:
+    return ScriptedModel(steps, name=name)
+
+
+async def _late(*_: object) -> ChatResponse:
+    await asyncio.sleep(5)
+    return ChatResponse(content=PASS)
+
+
 QUESTION = {
     "type": "memory-dependent",
     "criterion": "Says no, citing 0.648 against the 0.90 target.",
@@ -43,14 +55,15 @@ def one_question_run(tmp_path: Path, answer: str = "No: 0.648 vs the 0.90 target
 
 
 async def test_the_judge_sees_criterion_message_memory_calls_and_answer(tmp_path: Path) -> None:
-    judge = ScriptedJudge([PASS])
+    usage = ChatResponse(content=PASS, prompt_tokens=100, completion_tokens=10, latency_s=0.2)
+    judge = scripted_judge([usage])
     results = await grade_run(one_question_run(tmp_path), judge)
     turn = results.turn("book", 0, "s2q1")
     assert turn is not None and turn.question is not None and turn.judge is not None
     assert (turn.question.verdict, turn.question.source) == ("pass", "judge")
     assert turn.question.reason == "cites 0.648 against 0.90"
     assert turn.judge.model == "scripted:judge" and turn.judge.prompt_tokens == 100
-    prompt = judge.requests[0][-1]["content"]
+    prompt = judge.requests[0].messages[-1]["content"]
     for seen in (
         QUESTION["criterion"],
         "Ready for prod?",
@@ -60,12 +73,12 @@ async def test_the_judge_sees_criterion_message_memory_calls_and_answer(tmp_path
         "No: 0.648 vs the 0.90 target.",
     ):
         assert seen in prompt
-    assert judge.schemas == [JUDGE_SCHEMA]
+    assert [r.schema for r in judge.requests] == [JUDGE_SCHEMA]
     assert results.judge_model == "scripted:judge"
 
 
 async def test_a_judge_fail_overrides_passing_checks(tmp_path: Path) -> None:
-    results = await grade_run(one_question_run(tmp_path), ScriptedJudge([FAIL]))
+    results = await grade_run(one_question_run(tmp_path), scripted_judge([FAIL]))
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.question and turn.question_check
     assert turn.question_check.verdict == "pass"
@@ -74,7 +87,7 @@ async def test_a_judge_fail_overrides_passing_checks(tmp_path: Path) -> None:
 
 
 async def test_failed_checks_are_not_sent_to_the_judge(tmp_path: Path) -> None:
-    judge = ScriptedJudge([])
+    judge = scripted_judge([])
     results = await grade_run(one_question_run(tmp_path, answer="Yes, ship it."), judge)
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.question and turn.judge is None and judge.requests == []
@@ -90,7 +103,7 @@ async def test_judge_failures_are_recorded_not_guessed(tmp_path: Path) -> None:
     ]:
         run_dir = one_question_run(tmp_path / expected.replace(" ", "_").replace(":", ""))
         script = [answer] if answer is not None else [""]
-        results = await grade_run(run_dir, ScriptedJudge(script))
+        results = await grade_run(run_dir, scripted_judge(script))
         turn = results.turn("book", 0, "s2q1")
         assert turn and turn.judge and turn.question
         assert turn.judge.verdict == "error" and expected in (turn.judge.error or "")
@@ -100,9 +113,7 @@ async def test_judge_failures_are_recorded_not_guessed(tmp_path: Path) -> None:
 
 
 async def test_a_judge_that_hangs_times_out_as_an_error(tmp_path: Path) -> None:
-    results = await grade_run(
-        one_question_run(tmp_path), ScriptedJudge([("sleep", 5)]), timeout_s=0.05
-    )
+    results = await grade_run(one_question_run(tmp_path), scripted_judge([_late]), timeout_s=0.05)
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.judge and turn.judge.verdict == "error"
     assert "timed out" in (turn.judge.error or "")
@@ -110,13 +121,13 @@ async def test_a_judge_that_hangs_times_out_as_an_error(tmp_path: Path) -> None:
 
 async def test_stored_judgements_are_reused_and_errors_are_retried(tmp_path: Path) -> None:
     run_dir = one_question_run(tmp_path)
-    await grade_run(run_dir, ScriptedJudge(["garbage"]))
-    retried = ScriptedJudge([PASS])
+    await grade_run(run_dir, scripted_judge(["garbage"]))
+    retried = scripted_judge([PASS])
     results = await grade_run(run_dir, retried)  # the stored error is asked again
     assert len(retried.requests) == 1
     assert results.turn("book", 0, "s2q1").judge.verdict == "pass"  # type: ignore[union-attr]
 
-    no_calls = ScriptedJudge([])
+    no_calls = scripted_judge([])
     again = await grade_run(run_dir, no_calls)  # same model, same input: reused
     assert no_calls.requests == []
     offline = await grade_run(run_dir, None)  # no model at all: the stored result stands
@@ -133,26 +144,26 @@ async def test_stored_judgements_are_reused_and_errors_are_retried(tmp_path: Pat
         )
     assert offline.judge_model == "scripted:judge"
 
-    other = ScriptedJudge([FAIL], name="scripted:other-judge")  # another model judges anew
+    other = scripted_judge([FAIL], name="scripted:other-judge")  # another model judges anew
     assert (await grade_run(run_dir, other)).turn("book", 0, "s2q1").judge.verdict == "fail"  # type: ignore[union-attr]
-    forced = ScriptedJudge([PASS], name="scripted:other-judge")
+    forced = scripted_judge([PASS], name="scripted:other-judge")
     await grade_run(run_dir, forced, rejudge=True)
     assert len(forced.requests) == 1
 
 
 async def test_writes_are_judged_against_the_note_only_when_asked(tmp_path: Path) -> None:
     run_dir = one_question_run(tmp_path)
-    judge = ScriptedJudge([PASS])
+    judge = scripted_judge([PASS])
     results = await grade_run(run_dir, judge)  # judge_writes off: the question only
     assert len(judge.requests) == 1
     assert results.turn("book", 0, "s1t1").write_judge is None  # type: ignore[union-attr]
 
-    judge = ScriptedJudge([FAIL])
+    judge = scripted_judge([FAIL])
     results = await grade_run(run_dir, judge, judge_writes=True)
     turn = results.turn("book", 0, "s1t1")
     assert turn and turn.write and turn.write_judge
     assert (turn.write.verdict, turn.write.source) == ("fail", "judge")
-    prompt = judge.requests[0][-1]["content"]
+    prompt = judge.requests[0].messages[-1]["content"]
     assert "Records the score as a goal checkpoint." in prompt
     assert "+- v2 scored 0.648 against the 0.90 target" in prompt  # the diff of the write
 
@@ -177,7 +188,7 @@ async def test_a_criterion_without_checks_is_ungraded_until_judged(tmp_path: Pat
     metrics = results.metrics[0]
     assert str(metrics.memory_corruptible) == "0/0" and metrics.questions_ungraded == 1
 
-    results = await grade_run(run_dir, ScriptedJudge([PASS]))
+    results = await grade_run(run_dir, scripted_judge([PASS]))
     turn = results.turn("book", 0, "q1")
     assert (
         turn
@@ -192,7 +203,7 @@ async def test_a_criterion_without_checks_is_ungraded_until_judged(tmp_path: Pat
 
 
 async def test_an_agent_failure_is_an_error_not_a_judgement(tmp_path: Path) -> None:
-    judge = ScriptedJudge([])
+    judge = scripted_judge([])
     results = await grade_run(criterion_only_run(tmp_path, "TimeoutError: 300 s"), judge)
     turn = results.turn("book", 0, "q1")
     assert turn and turn.question and judge.requests == []
