@@ -165,8 +165,8 @@ class FileMemory:
         if not allowed:
             raise _Stop(Status.BLOCKED)
         text = self._apply(file, allowed, report)
-        if text == file:
-            raise _Stop(Status.UNCHANGED)
+        if text == file:  # every op was a no-op, or leaned on a blocked one
+            raise _Stop(Status.BLOCKED if report.blocked else Status.UNCHANGED)
         return text
 
     async def _gate(self, ops: list[EditOp], caller: Caller, report: UpdateReport) -> list[EditOp]:
