@@ -32,9 +32,11 @@ def _short(text: str, width: int = 70) -> str:
 @handle_errors
 def list_command() -> None:
     """List the scenarios you can run by name, with their sizes."""
-    table = Table(title="Scenarios")
-    for column in ("name", "title", "sessions", "turns", *QUESTION_TYPES):
-        table.add_column(column, justify="left" if column in ("name", "title") else "right")
+    table = Table(title="Scenarios", caption="questions by type: memory-dependent, -corruptible")
+    table.add_column("name", no_wrap=True)
+    table.add_column("title")
+    for column in ("sessions", "turns", "dependent", "corruptible"):
+        table.add_column(column, justify="right", no_wrap=True)
     results = check_paths(list(list_bundled()))
     errors = []
     for path, result in results:
@@ -130,7 +132,7 @@ def _turn_label(turn: TurnSpec) -> Text:
 def _facts_table(resolved: ResolvedScenario) -> Table:
     table = Table(title=f"{len(resolved.facts)} facts")
     for column in ("fact", "match (any of)", "[user]", "section", "first recorded", "until"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     first = first_recorded(resolved)
     for fid, fact in resolved.facts.items():
         table.add_row(

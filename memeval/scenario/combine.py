@@ -4,7 +4,9 @@ Rules: `order` is required with `include` and lists every session exactly once â
 as "scenario/session", own ones by id â€” keeping each scenario's sessions in their file order
 (memory and reference files assume that order). Included ids get the prefix "<scenario>/";
 an included session may call its scenario's tools, an own session every tool. Tool names must
-be unique across the combined scenario unless the definitions are identical.
+be unique across the combined scenario unless the definitions are identical. An included eval
+session's reference file describes memory in its own scenario; `reference_memories` replaces
+it with the file a good pipeline holds at that point of the combined run.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from memeval.scenario.checks import Known
 from memeval.scenario.problems import Problem, listing
 from memeval.scenario.schema import (
+    MEMORY_CAP,
     Fact,
     ResolvedScenario,
     ResolvedSession,
@@ -22,6 +25,7 @@ from memeval.scenario.schema import (
     Tool,
     TurnSpec,
 )
+from memeval.scenario.yamlsource import YPath
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,10 @@ def known_for(scenario: Scenario, included: list[Included]) -> Known:
 
 
 def check_combined(scenario: Scenario, included: list[Included]) -> Iterator[Problem]:
-    """Tool conflicts, and `order` naming every session once, in each scenario's order."""
+    """Tool conflicts, `reference_memories` keys, and `order` naming every session once, in
+    each scenario's order."""
     yield from _tool_conflicts(scenario, included)
+    yield from _reference_memories(scenario, included)
     if not scenario.include:
         if scenario.order:
             yield Problem(
@@ -95,6 +101,21 @@ def _order(scenario: Scenario, refs: dict[str, str]) -> Iterator[Problem]:
             last[source] = ref
 
 
+def _reference_memories(scenario: Scenario, included: list[Included]) -> Iterator[Problem]:
+    """Each key names an included eval session; each file fits under the cap."""
+    evals = [
+        f"{inc.name}/{s.id}" for inc in included for s in inc.resolved.sessions if s.kind == "eval"
+    ]
+    for ref, text in scenario.reference_memories.items():
+        path: YPath = ("reference_memories", ref)
+        if ref not in evals:
+            yield Problem(
+                path, f"{ref!r} is not an included eval session (valid: {listing(evals)})", True
+            )
+        elif len(text) > MEMORY_CAP:
+            yield Problem(path, f"{len(text)} chars is over the {MEMORY_CAP}-char cap", True)
+
+
 def _file_index(refs: dict[str, str], ref: str) -> int:
     """Position of a session within its own scenario (refs keep each file's order)."""
     same = [r for r, source in refs.items() if source == refs[ref]]
@@ -131,7 +152,10 @@ def build(scenario: Scenario, included: list[Included], path: str) -> ResolvedSc
     for inc in included:
         prefix = inc.name + "/"
         for session in inc.resolved.sessions:
-            sessions[prefix + session.id] = _prefixed_session(session, prefix)
+            ref = prefix + session.id
+            sessions[ref] = _prefixed_session(session, prefix)
+            if ref in scenario.reference_memories:
+                sessions[ref].reference_memory = scenario.reference_memories[ref]
         for fid, fact in inc.resolved.facts.items():
             until = prefix + fact.until if fact.until else None
             facts[prefix + fid] = fact.model_copy(update={"until": until})

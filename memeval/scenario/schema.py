@@ -129,6 +129,13 @@ class Scenario(Strict):
         default_factory=list,
         description='Combined: every session once, as "scenario/session" or an own session id.',
     )
+    reference_memories: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            'Combined: "scenario/session" of an included eval session -> the reference file at'
+            " its start in this run (memory here holds every project), replacing its own."
+        ),
+    )
 
 
 # ---- resolved form: what the runner replays and run.json records --------------------------

@@ -163,3 +163,15 @@ def test_own_sessions_keep_their_file_order(write_yaml: WriteYaml) -> None:
     )
     with pytest.raises(ScenarioError, match=r"order\[6\]: 'own1' must come before 'own2'"):
         resolve(write_yaml("combo", text))
+
+
+def test_reference_memories_replace_an_included_sessions_reference(
+    combo: ResolvedScenario,
+) -> None:
+    by_id = {s.id: s for s in combo.sessions}
+    assert by_id["alpha/s3"].reference_memory is not None
+    assert "- [user] Cite EU regulations only." in by_id["alpha/s3"].reference_memory
+    assert by_id["beta/s2"].reference_memory is None  # no override: its own (none)
+    alpha = resolve(FIXTURES / "alpha.yaml")
+    assert alpha.sessions[2].reference_memory is not None
+    assert "EU" not in alpha.sessions[2].reference_memory

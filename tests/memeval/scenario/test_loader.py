@@ -160,3 +160,12 @@ def test_the_resolved_form_survives_a_json_round_trip() -> None:
     resolved = resolve(FIXTURES / "combo.yaml")
     again = ResolvedScenario.model_validate_json(resolved.model_dump_json())
     assert again == resolved
+
+
+def test_an_unknown_include_lists_sibling_and_named_scenarios(
+    only_env_dirs: None, write_yaml: WriteYaml
+) -> None:
+    path = write_yaml("mix", "name: mix\nuser: u\nspace: s\ninclude: [alpah]\norder: []\n")
+    assert error_of(path) == (
+        f"{path}:4: include[0]: unknown scenario 'alpah' (valid: alpha, beta, combo, wrongly-named)"
+    )
