@@ -120,6 +120,7 @@ class Card:
     grades: list[GradeTarget] = field(default_factory=list)
     trace_url: str | None = None
     losses: list[dict[str, Any]] = field(default_factory=list)  # facts this turn removed
+    memory_key: str | None = None  # key of memory_context in the page's shared JSON
 
     @property
     def failing(self) -> bool:

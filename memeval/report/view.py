@@ -6,6 +6,7 @@ arranges them per scenario repeat ("unit"): a size chart, a retention grid and t
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,8 +113,20 @@ def build_view(
         units=units,
         graded=results is not None,
         n_turns=len(events),
-        data={"runId": run.run_id, "humanGrades": human},
+        data={"runId": run.run_id, "humanGrades": human, "memories": _share_memories(units)},
     )
+
+
+def _share_memories(units: list[UnitView]) -> dict[str, str]:
+    """Injected memory is often identical across turns and repeats: ship each text once, in
+    the page's JSON, and let the page fill a card's memory box when it is opened."""
+    shared: dict[str, str] = {}
+    for card in (c for u in units for s in u.sessions for c in s.cards):
+        if card.memory_context is not None:
+            key = hashlib.sha256(card.memory_context.encode("utf-8")).hexdigest()[:16]
+            shared[key] = card.memory_context
+            card.memory_key = key
+    return shared
 
 
 def card_anchors(run: RunInfo, events: list[TurnRecord]) -> dict[tuple[str, int, str], str]:

@@ -99,6 +99,17 @@
     if (st) { try { st.setItem(graderKey, graderInput.value); } catch (e) { /* ignore */ } }
   });
 
+  // injected memory: each distinct text travels once in the JSON; fill a box when opened
+  document.querySelectorAll("details.mem").forEach(function (d) {
+    d.addEventListener("toggle", function () {
+      var pre = d.querySelector("pre");
+      if (d.open && !pre.dataset.filled) {
+        pre.textContent = (data.memories || {})[d.dataset.mem] || "";
+        pre.dataset.filled = "1";
+      }
+    });
+  });
+
   // filters
   var fFail = document.getElementById("f-fail");
   var fQuestion = document.getElementById("f-question");

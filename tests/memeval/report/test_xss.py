@@ -148,5 +148,6 @@ def _open_and_check(page: Any, hostile_report: Path) -> None:
     assert dialogs == []
     assert errors == []
     assert page.locator("img, iframe, a[href^='javascript']").count() == 0
+    assert page.locator("#u0-t2 details.mem pre").text_content() == X  # filled from the JSON
     user_text = page.locator("#u0-t0 .msg.user .txt").text_content() or ""
     assert user_text.startswith("<script>window.__pwned=1;alert(1)</script><img src=x")
