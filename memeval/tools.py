@@ -64,9 +64,8 @@ class FixtureTools:
             if response.when is not None:
                 if _matches(response.when, args):
                     return response.result
-            elif "default" in response.model_fields_set:
-                if not has_default:
-                    default, has_default = response.default, True
+            elif "default" in response.model_fields_set and not has_default:
+                default, has_default = response.default, True
         if has_default:
             return default
         return {"error": f"{name}: no result for arguments {json.dumps(args, sort_keys=True)}"}

@@ -1,15 +1,117 @@
-"""`memeval run` (not implemented yet)."""
+"""`memeval run`: replay scenarios through an agent and a memory system, then grade and report."""
 
 from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from memeval.cli.app import app, handle_errors
+from memeval.finish import finish_run, print_summary
+from memeval.gate import GateConfig
+from memeval.runner import RunOptions, run
+
+ModelOpt = Annotated[str | None, typer.Option(metavar="SPEC", show_default=False)]
 
 
-@app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command("run")
 @handle_errors
-def run_command(ctx: typer.Context) -> None:
-    """Not implemented yet."""
-    typer.echo("memeval run: not yet implemented", err=True)
-    raise typer.Exit(3)
+def run_command(
+    scenarios: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="SCENARIO_OR_PATH...", help="Bundled scenario names or YAML paths."),
+    ] = None,
+    memory: Annotated[
+        str, typer.Option(help="file | none | full-history | oracle | package.module:factory")
+    ] = "file",
+    model: Annotated[
+        str | None,
+        typer.Option(metavar="SPEC", help="Every role: openai:MODEL | local:NAME | fake."),
+    ] = None,
+    model_agent: ModelOpt = None,
+    model_summarizer: ModelOpt = None,
+    model_updater: ModelOpt = None,
+    model_safety: ModelOpt = None,
+    model_compactor: ModelOpt = None,
+    model_judge: ModelOpt = None,
+    agent: Annotated[
+        str | None, typer.Option(help="Your own agent as package.module:factory.")
+    ] = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Independent repetitions.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Units run at once.")] = 1,
+    out: Annotated[Path, typer.Option(help="Where run directories go.")] = Path("reports"),
+    store: Annotated[
+        str | None, typer.Option(help="postgresql://... for file memory (default: SQLite).")
+    ] = None,
+    phoenix: Annotated[
+        str | None,
+        typer.Option(envvar="PHOENIX_COLLECTOR_ENDPOINT", help="Phoenix URL to trace to."),
+    ] = None,
+    project: Annotated[str | None, typer.Option(help="Phoenix project name.")] = None,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option(help="Run dir or metrics JSON; exit 1 on a regression.")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue an interrupted run directory.")
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Bypass the response cache.")
+    ] = False,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip the LLM judge.")] = False,
+    judge_writes: Annotated[
+        bool, typer.Option("--judge-writes", help="Also judge each write against its note.")
+    ] = False,
+    alpha: Annotated[float, typer.Option(help="Gate: significance of a pass-rate drop.")] = 0.05,
+    max_drop: Annotated[float, typer.Option(help="Gate: tolerated pass-rate drop (0..1).")] = 0.0,
+    progress: Annotated[bool, typer.Option(help="Show live progress.")] = True,
+) -> None:
+    """Replay scenarios and write reports/<run-id>/ (run.json, events.jsonl, snapshots/,
+    tables, report.html); print a summary table and the report's path."""
+    options = RunOptions(
+        targets=list(scenarios or []),
+        memory=memory,
+        model=model,
+        role_models={
+            "agent": model_agent,
+            "summarizer": model_summarizer,
+            "updater": model_updater,
+            "safety": model_safety,
+            "compactor": model_compactor,
+            "judge": model_judge,
+        },
+        agent=agent,
+        repeat=repeat,
+        concurrency=concurrency,
+        out=out,
+        resume=resume,
+        cache=not no_cache,
+        store=store,
+        phoenix=phoenix,
+        project=project,
+        argv=sys.argv[1:],
+        progress=progress,
+    )
+    outcome = run(options)
+    done = asyncio.run(
+        finish_run(
+            outcome.run_dir,
+            judge=not no_judge,
+            judge_writes=judge_writes,
+            junit=junit,
+            baseline=baseline,
+            gate=GateConfig(alpha=alpha, max_drop=max_drop),
+        )
+    )
+    print_summary(done)
+    if outcome.info.models and all(spec == "fake" for spec in outcome.info.models.values()):
+        typer.echo("note: every role ran on `fake`, a stand-in that is not a model")
+    typer.echo(f"run directory: {outcome.run_dir}")
+    typer.echo(f"report: {done.report}")
+    if done.junit is not None:
+        typer.echo(f"junit: {done.junit}")
+    if done.exit_code:
+        raise typer.Exit(done.exit_code)

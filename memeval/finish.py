@@ -1,0 +1,81 @@
+"""After the turns are played: grade, write tables and report.html, send grades to Phoenix,
+write JUnit XML and compare with a baseline. Reads only the saved run directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from memeval.gate import GateConfig, GateReport, check_gate, gate_table
+from memeval.grading.run import grade_run
+from memeval.junit import write_junit
+from memeval.log import read_events, read_run
+from memeval.models.base import CallRecord
+from memeval.report.render import render_report
+from memeval.results import RunResults
+from memeval.runner import cache_path
+from memeval.tables import write_tables
+from memeval.tracing import setup_tracing
+from memeval.tracing_annotations import annotations_from_results, log_annotations
+from memeval.wiring import ModelPool
+
+
+@dataclass
+class Finished:
+    results: RunResults
+    report: Path
+    gate: GateReport | None = None
+    junit: Path | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.gate.exit_code if self.gate is not None else 0
+
+
+async def finish_run(
+    run_dir: Path,
+    *,
+    judge: bool = True,
+    judge_writes: bool = False,
+    junit: Path | None = None,
+    baseline: Path | None = None,
+    gate: GateConfig | None = None,
+) -> Finished:
+    info = read_run(run_dir)
+    judge_model = None
+    pool = None
+    if judge and "judge" in info.models:
+        use_cache = bool(info.config.get("cache", True))
+        pool = ModelPool(info.models, cache_path() if use_cache else None)
+        sink: list[CallRecord] = []
+        tracing = setup_tracing(None, "")  # judge spans are not traced; verdicts are annotated
+        judge_model = pool.for_unit(["judge"], 0, sink, tracing)["judge"]
+    try:
+        results = await grade_run(run_dir, judge_model, judge_writes=judge_writes)
+    finally:
+        if pool is not None:
+            pool.close()
+    write_tables(run_dir, results)
+    report = render_report(run_dir)
+    if info.phoenix and info.phoenix.get("url"):
+        annotations = annotations_from_results(results, read_events(run_dir))
+        log_annotations(info.phoenix["url"], str(info.phoenix.get("project", "")), annotations)
+    done = Finished(results=results, report=report)
+    if junit is not None:
+        done.junit = write_junit(results, junit)
+    if baseline is not None:
+        done.gate = check_gate(run_dir, baseline, gate or GateConfig())
+    return done
+
+
+def print_summary(done: Finished, console: Console | None = None) -> None:
+    from memeval.tables import summary_line, summary_table
+
+    console = console or Console()
+    console.print(summary_table(done.results))
+    for metrics in done.results.metrics:
+        console.print(f"[bold]{metrics.scenario}[/]: {summary_line(metrics)}")
+    if done.gate is not None:
+        console.print(gate_table(done.gate))

@@ -1,0 +1,270 @@
+"""`memeval run`: plan the scenario repeats, run them (concurrently when asked), journal every
+turn into reports/<run-id>/, and resume an interrupted run where it stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memeval.agent import Agent, ChatAgent
+from memeval.errors import ConfigError, RunDirError
+from memeval.log import RunInfo, TurnRecord, read_events, read_run, write_run
+from memeval.models.base import CallRecord, ChatModel
+from memeval.models.registry import describe, resolve_specs
+from memeval.plugins import load_attr
+from memeval.progress import RunProgress
+from memeval.replay import Unit, replay
+from memeval.rundir import new_run_id, prompt_hashes, sha256_file, utc_now, versions
+from memeval.scenario.loader import find, resolve
+from memeval.scenario.schema import ResolvedScenario
+from memeval.systems.base import MemorySystem
+from memeval.systems.factory import SystemEnv, build_system, memory_key
+from memeval.systems.traced import TracedMemorySystem
+from memeval.tracing import Tracing, setup_tracing
+from memeval.turns import turn_from_record
+from memeval.wiring import ModelPool, memory_models
+from reference_memory import SKELETON
+
+PIPELINE_SYSTEMS = ("file",)
+
+
+@dataclass
+class RunOptions:
+    targets: list[str] = field(default_factory=list)
+    memory: str = "file"
+    model: str | None = None
+    role_models: dict[str, str | None] = field(default_factory=dict)
+    agent: str | None = None
+    repeat: int = 1
+    concurrency: int = 1
+    out: Path = Path("reports")
+    resume: Path | None = None
+    cache: bool = True
+    store: str | None = None
+    phoenix: str | None = None
+    project: str | None = None
+    memory_options: dict[str, Any] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+    progress: bool = True
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    info: RunInfo
+
+
+def cache_path() -> Path:
+    root = os.environ.get("MEMEVAL_CACHE_DIR") or Path.home() / ".cache" / "memeval"
+    return Path(root) / "responses.sqlite"
+
+
+def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]:
+    """Create (or reopen, for --resume) the run directory and its run.json."""
+    if options.resume is not None:
+        run_dir = options.resume
+        info = read_run(run_dir)
+        if info.status == "complete":
+            raise RunDirError(f"{run_dir}: run is already complete; nothing to resume")
+        scenarios = [ResolvedScenario.model_validate(s) for s in info.scenarios.values()]
+        return run_dir, info, scenarios
+    if not options.targets:
+        raise ConfigError("name at least one scenario (see `memeval scenarios list`)")
+    if options.repeat < 1 or options.concurrency < 1:
+        raise ConfigError("--repeat and --concurrency must be at least 1")
+    scenarios = [resolve(target) for target in options.targets]
+    names = [s.name for s in scenarios]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"scenario named twice: {', '.join(names)}")
+    roles = needed_roles(options.memory)
+    specs = resolve_specs(options.model, options.role_models)
+    run_id = new_run_id(names, options.memory)
+    run_dir = options.out / run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    info = RunInfo(
+        run_id=run_id,
+        created_at=utc_now(),
+        argv=options.argv,
+        memory=options.memory,
+        config={
+            "repeat": options.repeat,
+            "concurrency": options.concurrency,
+            "cache": options.cache,
+            "store": "postgresql" if options.store else "sqlite",
+            "agent": options.agent or "chat",
+            "memory_options": options.memory_options,
+            "roles": roles,
+        },
+        models={role: specs[role] for role in roles},
+        model_info={role: describe(specs[role]) for role in roles},
+        versions=versions(),
+        prompt_hashes=prompt_hashes(),
+        scenario_hashes=_scenario_hashes(scenarios),
+        scenarios={s.name: s.model_dump(mode="json") for s in scenarios},
+        units=[{"scenario": s.name, "repeat": k} for s in scenarios for k in range(options.repeat)],
+    )
+    write_run(run_dir, info)
+    return run_dir, info, scenarios
+
+
+def needed_roles(memory: str) -> list[str]:
+    roles = ["agent"]
+    if memory in PIPELINE_SYSTEMS or ":" in memory:
+        roles += ["summarizer", "updater", "safety", "compactor"]
+    return [*roles, "judge"]
+
+
+async def execute(options: RunOptions) -> RunOutcome:
+    run_dir, info, scenarios = prepare(options)
+    config = info.config
+    repeat, concurrency = int(config["repeat"]), int(options.concurrency or config["concurrency"])
+    pool = ModelPool(info.models, cache_path() if config.get("cache", True) else None)
+    tracing = setup_tracing(options.phoenix, options.project or f"memeval-{info.run_id}")
+    if tracing.enabled:
+        info.phoenix = {"url": tracing.url, "project": tracing.project}
+    done = _completed(run_dir)
+    info.status, info.finished_at = "running", None
+    write_run(run_dir, info)
+    limit = asyncio.Semaphore(concurrency)
+    try:
+        with RunProgress(enabled=options.progress) as progress, tracing.run(info.run_id):
+            units = []
+            for scenario in scenarios:
+                for k in range(repeat):
+                    name = f"{scenario.name} r{k}" if repeat > 1 else scenario.name
+                    records = done.get((scenario.name, k), [])
+                    total = len(scenario.turn_ids())
+                    progress.add_unit(name, total, len(records))
+                    units.append(
+                        _run_unit(
+                            run_dir,
+                            info,
+                            options,
+                            scenario,
+                            k,
+                            records,
+                            pool,
+                            tracing,
+                            limit,
+                            lambda s, t, c, n=name: progress.turn_done(n, s, t, c),
+                        )
+                    )
+            results = await asyncio.gather(*units, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            first = errors[0]
+            info.status, info.error = "failed", f"{type(first).__name__}: {first}"
+            raise first
+        info.status = "complete"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        info.status = "interrupted"
+        raise
+    finally:
+        info.finished_at = utc_now()
+        write_run(run_dir, info)
+        pool.close()
+        tracing.shutdown()
+    return RunOutcome(run_dir=run_dir, info=info)
+
+
+def run(options: RunOptions) -> RunOutcome:
+    return asyncio.run(execute(options))
+
+
+async def _run_unit(
+    run_dir: Path,
+    info: RunInfo,
+    options: RunOptions,
+    scenario: ResolvedScenario,
+    repeat: int,
+    done: list[TurnRecord],
+    pool: ModelPool,
+    tracing: Tracing,
+    limit: asyncio.Semaphore,
+    on_turn: Any,
+) -> None:
+    if len(done) == len(scenario.turn_ids()):
+        return
+    async with limit:
+        sink: list[CallRecord] = []
+        roles = [r for r in info.models if r != "judge"]
+        chat = pool.for_unit(roles, repeat, sink, tracing)
+        workdir = run_dir / "stores" / f"{scenario.name}-r{repeat}"
+        if not done and workdir.exists():
+            shutil.rmtree(workdir)  # a unit that never completed a turn starts from scratch
+        env = SystemEnv(
+            memory_models=memory_models(chat) if "updater" in chat else {},
+            chat_models=chat,
+            workdir=workdir,
+            scenario=scenario,
+            store=options.store,
+            namespace=f"{info.run_id}/r{repeat}",
+            options=dict(info.config.get("memory_options") or {}),
+        )
+        system: MemorySystem = build_system(info.memory, env)
+        key = memory_key(scenario, env)
+        await _restore(system, key, run_dir, done)
+        unit = Unit(
+            scenario=scenario,
+            repeat=repeat,
+            system=TracedMemorySystem(system, tracing),
+            agent=_build_agent(info.config.get("agent", "chat"), chat["agent"]),
+            key=key,
+            calls=sink,
+            tracing=tracing,
+            done=done,
+            total_calls=sum(len(r.calls) for r in done),
+        )
+        try:
+            await replay(unit, run_dir, on_turn)
+        finally:
+            close = getattr(system, "close", None)
+            if callable(close):
+                close()
+
+
+async def _restore(system: Any, key: Any, run_dir: Path, done: list[TurnRecord]) -> None:
+    """Bring a resumed unit's memory back to its last complete turn."""
+    restore = getattr(system, "restore", None)
+    if not callable(restore):
+        return
+    if done:
+        path = run_dir / done[-1].snapshot
+        text = path.read_text("utf-8") if path.is_file() else ""
+        await restore(key, text, [(r.session, turn_from_record(r)) for r in done])
+    elif getattr(system, "name", "") == "file":
+        await restore(key, SKELETON, [])
+
+
+def _build_agent(spec: str, model: ChatModel) -> Agent:
+    if spec == "chat":
+        return ChatAgent(model)
+    target = load_attr(spec, "--agent")
+    agent = target(model) if callable(target) and not hasattr(target, "respond") else target
+    if not callable(getattr(agent, "respond", None)):
+        raise ConfigError(f"--agent {spec!r} did not give an agent (needs async respond())")
+    return agent
+
+
+def _completed(run_dir: Path) -> dict[tuple[str, int], list[TurnRecord]]:
+    grouped: dict[tuple[str, int], list[TurnRecord]] = defaultdict(list)
+    for record in read_events(run_dir):
+        grouped[(record.scenario, record.repeat)].append(record)
+    for records in grouped.values():
+        records.sort(key=lambda r: r.index)
+    return grouped
+
+
+def _scenario_hashes(scenarios: list[ResolvedScenario]) -> dict[str, str]:
+    hashes: dict[str, str] = {}
+    for scenario in scenarios:
+        sources = {scenario.name, *(s.source for s in scenario.sessions)}
+        for name in sorted(sources):
+            path = Path(scenario.path) if name == scenario.name and scenario.path else find(name)
+            hashes[str(path)] = sha256_file(path)
+    return hashes

@@ -1,0 +1,53 @@
+"""Composing each role's model for one scenario repeat:
+back end (shared) -> response cache -> tracing -> accounting (into the unit's call sink)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from memeval.models.accounting import RecordingModel
+from memeval.models.adapter import as_memory_model
+from memeval.models.base import CallRecord, ChatModel
+from memeval.models.cache import CachedModel, ResponseCache
+from memeval.models.registry import build_model
+from memeval.models.traced import TracedModel
+from reference_memory.model import ROLES as PIPELINE_ROLES
+from reference_memory.model import MemoryModel
+
+
+class ModelPool:
+    """One back-end instance per spec for the whole run (a loaded local model is shared)."""
+
+    def __init__(self, specs: Mapping[str, str], cache_path: Path | None) -> None:
+        self.specs = dict(specs)
+        self.cache = ResponseCache(cache_path) if cache_path else None
+        self._instances: dict[str, ChatModel] = {}
+
+    def backend(self, role: str) -> ChatModel:
+        spec = self.specs[role]
+        if spec not in self._instances:
+            self._instances[spec] = build_model(spec)
+        return self._instances[spec]
+
+    def for_unit(
+        self, roles: Iterable[str], repeat: int, sink: list[CallRecord], tracing: Any
+    ) -> dict[str, ChatModel]:
+        models: dict[str, ChatModel] = {}
+        for role in roles:
+            model = self.backend(role)
+            if self.cache is not None and self.specs[role] != "fake":
+                model = CachedModel(model, self.cache, repeat_index=repeat)
+            model = TracedModel(model, role, tracing)
+            models[role] = RecordingModel(model, role, sink)
+        return models
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+def memory_models(chat_models: Mapping[str, ChatModel]) -> dict[str, MemoryModel]:
+    """The pipeline's roles seen through reference_memory's own protocol."""
+    return {role: as_memory_model(chat_models[role]) for role in PIPELINE_ROLES}
