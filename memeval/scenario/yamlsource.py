@@ -1,7 +1,7 @@
-"""A scenario file read with `yaml.safe_load`, plus the line of every key and value.
+"""A scenario file read with PyYAML's safe loader, plus the line of every key and value.
 
-The node tree (`yaml.compose` with the safe loader) gives positions, so every error can name
-the line; it also catches duplicate mapping keys, which `safe_load` would silently merge.
+The node tree gives positions, so every error can name the line; it also catches duplicate
+mapping keys, which `safe_load` would silently merge (the last one wins).
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ import yaml
 from memeval.errors import ScenarioError
 
 YPath = tuple[str | int, ...]
+# What `yaml.safe_load` uses (safe constructor: plain data only), on libyaml when present;
+# the node tree is kept for positions, and the data is constructed from that same tree.
+SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def display_path(path: Path) -> str:
@@ -91,15 +94,18 @@ def read_yaml(path: Path) -> YamlDoc:
         raise ScenarioError(f"{shown}: not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise ScenarioError(f"{shown}: cannot read ({exc.strerror})") from None
+    loader = SAFE_LOADER(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         raise ScenarioError(one_line(f"{shown}:{line}: invalid YAML: {exc.problem}")) from None
     except yaml.YAMLError as exc:
         raise ScenarioError(one_line(f"{shown}: invalid YAML: {exc}")) from None
+    finally:
+        loader.dispose()
     doc = YamlDoc(file=shown, data=data)
     if node is None:
         raise ScenarioError(

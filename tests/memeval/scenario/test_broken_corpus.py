@@ -1,7 +1,8 @@
 """Every file in broken/ fails `memeval scenarios validate` with its own expected one-line error.
 
 The first line of each file says what the error must be: `# error: MESSAGE` (exact) or
-`# error-regex: PATTERN` (when the message lists files that may grow, e.g. include choices).
+`# error-regex: PATTERN` (when the message lists files that may grow, or is worded by the
+YAML parser, which differs between libyaml and pure Python).
 Combined files include the small scenarios in fixtures/ through MEMEVAL_SCENARIO_PATH.
 """
 
