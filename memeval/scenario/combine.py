@@ -110,7 +110,7 @@ def _reference_memories(scenario: Scenario, included: list[Included]) -> Iterato
         path: YPath = ("reference_memories", ref)
         if ref not in evals:
             yield Problem(
-                path, f"{ref!r} is not an included eval session (valid: {listing(evals)})", True
+                path, f"{ref!r} is no included eval session (valid: {listing(evals)})", True
             )
         elif len(text) > MEMORY_CAP:
             yield Problem(path, f"{len(text)} chars is over the {MEMORY_CAP}-char cap", True)
