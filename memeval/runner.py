@@ -22,6 +22,7 @@ from memeval.replay import Unit, replay
 from memeval.rundir import new_run_id, prompt_hashes, sha256_file, utc_now, versions
 from memeval.scenario.loader import find, resolve
 from memeval.scenario.schema import ResolvedScenario
+from memeval.strategy_defaults import choose_strategies
 from memeval.systems.base import MemorySystem
 from memeval.systems.factory import SystemEnv, build_system, memory_key
 from memeval.systems.traced import TracedMemorySystem
@@ -29,6 +30,7 @@ from memeval.tracing import Tracing, setup_tracing
 from memeval.turns import turn_from_record
 from memeval.wiring import ModelPool, memory_models
 from reference_memory import SKELETON
+from reference_memory.strategies import safety_by_name, updater_by_name
 
 PIPELINE_SYSTEMS = ("file",)
 
@@ -48,7 +50,8 @@ class RunOptions:
     store: str | None = None
     phoenix: str | None = None
     project: str | None = None
-    memory_options: dict[str, Any] = field(default_factory=dict)
+    updater: str | None = None  # updater strategy name (default: chosen per model)
+    safety: str | None = None  # safety strategy name (default: chosen per model)
     argv: list[str] = field(default_factory=list)
     progress: bool = True
 
@@ -83,6 +86,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         raise ConfigError(f"scenario named twice: {', '.join(names)}")
     roles = needed_roles(options.memory)
     specs = resolve_specs(options.model, options.role_models)
+    strategies = choose_strategies(specs, options.updater, options.safety)
     run_id = new_run_id(names, options.memory)
     run_dir = options.out / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
@@ -97,10 +101,10 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
             "cache": options.cache,
             "store": "postgresql" if options.store else "sqlite",
             "agent": options.agent or "chat",
-            "memory_options": options.memory_options,
             "roles": roles,
         },
         models={role: specs[role] for role in roles},
+        strategies=strategies if "updater" in roles else {},
         model_info={role: describe(specs[role]) for role in roles},
         versions=versions(),
         prompt_hashes=prompt_hashes(),
@@ -204,7 +208,7 @@ async def _run_unit(
             scenario=scenario,
             store=options.store,
             namespace=f"{info.run_id}/r{repeat}",
-            options=dict(info.config.get("memory_options") or {}),
+            options=strategy_objects(info.strategies),
         )
         system: MemorySystem = build_system(info.memory, env)
         key = memory_key(scenario, env)
@@ -239,6 +243,16 @@ async def _restore(system: Any, key: Any, run_dir: Path, done: list[TurnRecord])
         await restore(key, text, [(r.session, turn_from_record(r)) for r in done])
     elif getattr(system, "name", "") == "file":
         await restore(key, SKELETON, [])
+
+
+def strategy_objects(strategies: dict[str, str]) -> dict[str, Any]:
+    """FileMemory keyword arguments for the strategies named in run.json."""
+    objects: dict[str, Any] = {}
+    if "updater" in strategies:
+        objects["updater"] = updater_by_name(strategies["updater"])
+    if "safety" in strategies:
+        objects["safety"] = safety_by_name(strategies["safety"])
+    return objects
 
 
 def _build_agent(spec: str, model: ChatModel) -> Agent:

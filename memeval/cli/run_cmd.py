@@ -40,6 +40,12 @@ def run_command(
     agent: Annotated[
         str | None, typer.Option(help="Your own agent as package.module:factory.")
     ] = None,
+    updater: Annotated[
+        str | None, typer.Option(help="Updater strategy (default: chosen for the model).")
+    ] = None,
+    safety: Annotated[
+        str | None, typer.Option(help="Safety strategy (default: chosen for the model).")
+    ] = None,
     repeat: Annotated[int, typer.Option(min=1, help="Independent repetitions.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Units run at once.")] = 1,
     out: Annotated[Path, typer.Option(help="Where run directories go.")] = Path("reports"),
@@ -84,6 +90,8 @@ def run_command(
             "judge": model_judge,
         },
         agent=agent,
+        updater=updater,
+        safety=safety,
         repeat=repeat,
         concurrency=concurrency,
         out=out,

@@ -1,0 +1,32 @@
+"""Updater and safety strategies by name, so a host (or memeval's CLI) can pick them by string."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from reference_memory.safety import ClassifierSafety, SafetyStrategy
+from reference_memory.updater import OpsUpdater, UpdaterStrategy
+
+UPDATERS: dict[str, Callable[[], UpdaterStrategy]] = {
+    "ops": OpsUpdater,
+    "ops-constrained": lambda: OpsUpdater(constrain_anchors=True),
+}
+SAFETY: dict[str, Callable[[], SafetyStrategy]] = {
+    "classifier": ClassifierSafety,
+}
+
+
+def updater_by_name(name: str) -> UpdaterStrategy:
+    try:
+        return UPDATERS[name]()
+    except KeyError:
+        raise ValueError(
+            f"unknown updater strategy {name!r} (valid: {', '.join(UPDATERS)})"
+        ) from None
+
+
+def safety_by_name(name: str) -> SafetyStrategy:
+    try:
+        return SAFETY[name]()
+    except KeyError:
+        raise ValueError(f"unknown safety strategy {name!r} (valid: {', '.join(SAFETY)})") from None
