@@ -50,6 +50,9 @@ class RunOptions:
     store: str | None = None
     phoenix: str | None = None
     project: str | None = None
+    chat_models: dict[str, ChatModel] = field(
+        default_factory=dict
+    )  # role -> instance (library use)
     updater: str | None = None  # updater strategy name (default: chosen per model)
     safety: str | None = None  # safety strategy name (default: chosen per model)
     argv: list[str] = field(default_factory=list)
@@ -86,6 +89,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         raise ConfigError(f"scenario named twice: {', '.join(names)}")
     roles = needed_roles(options.memory)
     specs = resolve_specs(options.model, options.role_models)
+    specs.update({role: model.name for role, model in options.chat_models.items()})
     strategies = choose_strategies(specs, options.updater, options.safety)
     run_id = new_run_id(names, options.memory)
     run_dir = options.out / run_id
@@ -105,7 +109,12 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         },
         models={role: specs[role] for role in roles},
         strategies=strategies if "updater" in roles else {},
-        model_info={role: describe(specs[role]) for role in roles},
+        model_info={
+            role: {"backend": "given", "name": specs[role]}
+            if role in options.chat_models
+            else describe(specs[role])
+            for role in roles
+        },
         versions=versions(),
         prompt_hashes=prompt_hashes(),
         scenario_hashes=_scenario_hashes(scenarios),
@@ -127,7 +136,11 @@ async def execute(options: RunOptions) -> RunOutcome:
     run_dir, info, scenarios = prepare(options)
     config = info.config
     repeat, concurrency = int(config["repeat"]), int(options.concurrency or config["concurrency"])
-    pool = ModelPool(info.models, cache_path() if config.get("cache", True) else None)
+    pool = ModelPool(
+        info.models,
+        cache_path() if config.get("cache", True) else None,
+        given=options.chat_models,
+    )
     tracing = setup_tracing(options.phoenix, options.project or f"memeval-{info.run_id}")
     if tracing.enabled:
         info.phoenix = {"url": tracing.url, "project": tracing.project}

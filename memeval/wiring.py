@@ -20,12 +20,20 @@ from reference_memory.model import MemoryModel
 class ModelPool:
     """One back-end instance per spec for the whole run (a loaded local model is shared)."""
 
-    def __init__(self, specs: Mapping[str, str], cache_path: Path | None) -> None:
+    def __init__(
+        self,
+        specs: Mapping[str, str],
+        cache_path: Path | None,
+        given: Mapping[str, ChatModel] | None = None,
+    ) -> None:
         self.specs = dict(specs)
         self.cache = ResponseCache(cache_path) if cache_path else None
+        self.given = dict(given or {})  # role -> a ready instance (tests, library callers)
         self._instances: dict[str, ChatModel] = {}
 
     def backend(self, role: str) -> ChatModel:
+        if role in self.given:
+            return self.given[role]
         spec = self.specs[role]
         if spec not in self._instances:
             self._instances[spec] = build_model(spec)
@@ -37,7 +45,7 @@ class ModelPool:
         models: dict[str, ChatModel] = {}
         for role in roles:
             model = self.backend(role)
-            if self.cache is not None and self.specs[role] != "fake":
+            if self.cache is not None and self.specs[role] != "fake" and role not in self.given:
                 model = CachedModel(model, self.cache, repeat_index=repeat)
             model = TracedModel(model, role, tracing)
             models[role] = RecordingModel(model, role, sink)

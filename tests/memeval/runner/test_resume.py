@@ -1,0 +1,90 @@
+"""A run killed with SIGKILL mid-session and resumed ends with the same events as one that was
+never interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from memeval.log import read_events, read_run
+
+REPO = Path(__file__).resolve().parents[3]
+PLUGIN = "tests.memeval.runner.slow_memory:factory"
+
+
+def memeval(*args: str, out: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMEVAL_CACHE_DIR": str(out / "cache")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "memeval", "run", *args, "--out", str(out), "--no-progress"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def comparable(run_dir: Path) -> list[dict[str, Any]]:
+    rows = []
+    for e in sorted(read_events(run_dir), key=lambda e: (e.scenario, e.repeat, e.index)):
+        rows.append(
+            {
+                "key": (e.scenario, e.repeat, e.index, e.session, e.turn),
+                "messages": e.messages,
+                "answer": e.answer,
+                "tool_calls": [c.model_dump() for c in e.tool_calls],
+                "memory_context": e.memory_context,
+                "status": e.update.get("status"),
+                "ops": e.update.get("ops"),
+                "file_before": e.update.get("file_before"),
+                "snapshot": (run_dir / e.snapshot).read_text(),
+            }
+        )
+    return rows
+
+
+def only_run(out: Path) -> Path:
+    (run_dir,) = [p for p in out.iterdir() if (p / "run.json").is_file()]
+    return run_dir
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    args = ("book-summary", "--memory", PLUGIN, "--model", "fake", "--no-judge")
+    whole = memeval(*args, out=tmp_path / "whole")
+    assert whole.wait(timeout=300) == 0, whole.stderr.read() if whole.stderr else ""
+    expected = comparable(only_run(tmp_path / "whole"))
+
+    killed = memeval(*args, out=tmp_path / "killed")
+    deadline = time.monotonic() + 120
+    run_dir: Path | None = None
+    while time.monotonic() < deadline:
+        dirs = list((tmp_path / "killed").glob("*/events.jsonl"))
+        if dirs and sum(1 for _ in dirs[0].open()) >= 7:  # mid-session 2 of book-summary
+            run_dir = dirs[0].parent
+            break
+        time.sleep(0.02)
+    assert run_dir is not None, "the run never got going"
+    time.sleep(0.1)  # inside a turn: its write is stored, its journal line is not
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    partial = len(read_events(run_dir))
+    assert 7 <= partial < len(expected)
+    assert read_run(run_dir).status == "running"
+
+    resumed = memeval("--resume", str(run_dir), out=tmp_path / "killed")
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read() if resumed.stderr else ""
+    assert read_run(run_dir).status == "complete"
+    assert comparable(run_dir) == expected  # nothing lost, nothing repeated
+
+
+def test_resuming_a_complete_run_is_a_one_line_error(tmp_path: Path) -> None:
+    done = memeval("book-summary", "--model", "fake", "--no-judge", out=tmp_path)
+    assert done.wait(timeout=300) == 0
+    again = memeval("--resume", str(only_run(tmp_path)), out=tmp_path)
+    assert again.wait(timeout=60) == 2
+    err = again.stderr.read().decode() if again.stderr else ""
+    assert err.strip().count("\n") == 0 and "already complete" in err
