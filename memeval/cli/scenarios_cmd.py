@@ -21,6 +21,7 @@ from memeval.scenario.jsonschema import scenario_json_schema
 from memeval.scenario.loader import check_paths, list_bundled, resolve
 from memeval.scenario.overview import QUESTION_TYPES, first_recorded, overview
 from memeval.scenario.schema import ResolvedScenario, TurnSpec
+from memeval.scenario.yamlsource import display_path
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -74,10 +75,8 @@ def validate_command(
         else:
             view = overview(result)
             asked = sum(view.questions.values())
-            typer.echo(
-                f"OK {item} ({view.name}: {view.sessions} sessions, {view.turns} turns, "
-                f"{asked} questions, {view.facts} facts)"
-            )
+            sizes = f"{view.sessions} sessions, {view.turns} turns, {asked} questions"
+            typer.echo(f"OK {display_path(Path(item))} ({view.name}: {sizes}, {view.facts} facts)")
     if failed:
         raise typer.Exit(EXIT_BAD_INPUT)
 

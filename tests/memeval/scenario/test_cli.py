@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from memeval.cli import app
 from memeval.scenario.jsonschema import scenario_json_schema
+from memeval.scenario.yamlsource import display_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WriteYaml = Callable[[str, str], Path]
@@ -21,12 +22,16 @@ def run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def shown(name: str) -> str:
+    return display_path(FIXTURES / f"{name}.yaml")
+
+
 def test_validate_prints_one_ok_line_per_file() -> None:
     code, out, err = run("validate", str(FIXTURES / "alpha.yaml"), str(FIXTURES / "combo.yaml"))
     assert code == 0, err
     assert out.splitlines() == [
-        f"OK {FIXTURES / 'alpha.yaml'} (alpha: 3 sessions, 4 turns, 1 questions, 2 facts)",
-        f"OK {FIXTURES / 'combo.yaml'} (combo: 7 sessions, 8 turns, 3 questions, 4 facts)",
+        f"OK {shown('alpha')} (alpha: 3 sessions, 4 turns, 1 questions, 2 facts)",
+        f"OK {shown('combo')} (combo: 7 sessions, 8 turns, 3 questions, 4 facts)",
     ]
 
 
@@ -34,7 +39,7 @@ def test_validate_without_paths_checks_every_scenario_found_by_name(only_env_dir
     code, out, err = run("validate")
     assert code == 0, err
     assert [line.split()[1] for line in out.splitlines()] == [
-        str(FIXTURES / f"{name}.yaml") for name in ("alpha", "beta", "combo", "wrongly-named")
+        shown(name) for name in ("alpha", "beta", "combo", "wrongly-named")
     ]
 
 
@@ -55,7 +60,7 @@ def test_list_flags_an_invalid_scenario(
     code, out, err = run("list")
     assert code == 2
     assert "invalid (see below)" in out
-    assert err == f"error: {bad}:1: space: required key is missing\n"
+    assert err == f"error: {display_path(bad)}:1: space: required key is missing\n"
 
 
 def test_show_prints_sessions_questions_facts_and_tools() -> None:

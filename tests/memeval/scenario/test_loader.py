@@ -12,6 +12,7 @@ from memeval.errors import ScenarioError
 from memeval.scenario import locate
 from memeval.scenario.loader import find, list_bundled, load_file, resolve
 from memeval.scenario.schema import ResolvedScenario, Scenario
+from memeval.scenario.yamlsource import display_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WriteYaml = Callable[[str, str], Path]
@@ -92,7 +93,10 @@ def test_messages_stay_on_one_line(write_yaml: WriteYaml) -> None:
     )
 
 
-def test_a_path_outside_the_working_dir_is_shown_whole(write_yaml: WriteYaml) -> None:
+def test_a_path_outside_the_working_dir_is_shown_whole(
+    write_yaml: WriteYaml, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(FIXTURES)
     path = write_yaml("tiny", MINIMAL.replace("records: [f1]", "records: [nope]"))
     assert error_of(path).startswith(f"{path}:13: ")
 
@@ -143,7 +147,7 @@ def test_an_installed_package_finds_its_bundled_copy(
     assert locate.search_dirs() == [package / "_scenarios"]
     resolved = resolve("tiny")
     assert resolved.name == "tiny"
-    assert resolved.path == str(package / "_scenarios" / "tiny.yaml")
+    assert resolved.path == display_path(package / "_scenarios" / "tiny.yaml")
 
 
 def test_a_plain_scenario_resolves_without_prefixes() -> None:
@@ -166,6 +170,6 @@ def test_an_unknown_include_lists_sibling_and_named_scenarios(
     only_env_dirs: None, write_yaml: WriteYaml
 ) -> None:
     path = write_yaml("mix", "name: mix\nuser: u\nspace: s\ninclude: [alpah]\norder: []\n")
-    assert error_of(path) == (
-        f"{path}:4: include[0]: unknown scenario 'alpah' (valid: alpha, beta, combo, wrongly-named)"
-    )
+    valid = "alpha, beta, combo, wrongly-named"
+    problem = f"include[0]: unknown scenario 'alpah' (valid: {valid})"
+    assert error_of(path) == f"{display_path(path)}:4: {problem}"
