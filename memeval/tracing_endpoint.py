@@ -61,7 +61,8 @@ def check_health(base_url: str, deadline_s: float = 1.0) -> str | None:
         try:
             response = httpx.get(f"{base_url}/healthz", timeout=deadline_s, headers=auth_headers())
         except httpx.ConnectError as exc:
-            outcome.append(f"cannot connect ({_reason(exc)})")
+            reason = _reason(exc)
+            outcome.append(reason if "refused" in reason else f"cannot connect: {reason}")
         except httpx.TimeoutException:
             outcome.append(f"no answer within {deadline_s:g} s")
         except httpx.HTTPError as exc:

@@ -123,7 +123,8 @@ def recorder() -> Iterator[str]:
     server.server_close()
 
 
-def test_log_annotations_posts_through_the_phoenix_client(recorder: str) -> None:
+def test_log_annotations_posts_the_payload_phoenix_client_would(recorder: str) -> None:
+    # The body below is what phoenix.client.spans.log_span_annotations sent for these grades.
     annotations = annotations_from_results(results(), [record("s2q1", "1" * 16)])
     assert log_annotations(recorder, "memeval-r1", annotations) == 4
     [(path, body)] = _Recorder.bodies
