@@ -22,11 +22,10 @@ from memeval.scenario.schema import (
     TurnSpec,
 )
 from memeval.scenario.yamlsource import YPath
+from reference_memory import SECTIONS  # the skeleton's sections: where a fact may sit
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 ID_RULE = "letters, digits, '.', '_', '-'; no '/'"
-# The skeleton's sections (DESIGN §1), the places a fact's `section` may name.
-SECTIONS = ("User Profile", "Goals", "Projects", "Assets", "Conventions", "Interaction corrections")
 
 
 @dataclass(frozen=True)

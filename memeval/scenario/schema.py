@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from reference_memory import CAP
+
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
-# The store's cap (DESIGN §1, reference_memory.CAP): a reference file must fit in it.
-MEMORY_CAP = 8000
+MEMORY_CAP = CAP  # the store's cap (DESIGN §1): a reference file must fit in it
 
 
 class Strict(BaseModel):
