@@ -75,7 +75,7 @@ def build(root: Path, turns: int, repeats: int) -> Path:
                     timings={"agent_s": 3.0, "update_s": 2.9},
                 )
                 continue
-            line = f"- [user] fact number {i % 12} : " + "detail " * 18 + f"(turn {i})"
+            line = f"- [user] fact number {i % 12} : " + "detail " * 30 + f"(turn {i})"
             bullets.append(line)
             compaction = None
             before = _file(bullets)

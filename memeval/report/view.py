@@ -14,10 +14,14 @@ from typing import Any
 from memeval.log import RunInfo, TurnRecord
 from memeval.report.cards import Card, build_card, pretty
 from memeval.report.chart import Chart, SessionSpan, SizePoint, size_chart
+from memeval.report.diff import FileDiff, file_diff
 from memeval.report.links import phoenix_base, phoenix_link
 from memeval.results import FactRetention, RunResults, ScenarioMetrics
+from reference_memory import CAP, TARGET, TRIGGER
 
-SIZE_LINES = [(6000, "target 6,000"), (7000, "trigger 7,000"), (8000, "cap 8,000")]
+SIZE_LINES = [
+    (v, f"{name} {v:,}") for v, name in ((TARGET, "target"), (TRIGGER, "trigger"), (CAP, "cap"))
+]
 
 
 @dataclass
@@ -49,6 +53,7 @@ class SessionBlock:
     title: str
     source: str
     cards: list[Card]
+    reference: FileDiff | None = None  # memory at session start -> the scenario's reference
 
 
 @dataclass
@@ -158,10 +163,12 @@ def _unit(
 ) -> UnitView:
     scenario, repeat = recs[0].scenario, recs[0].repeat
     cards: list[Card] = []
+    befores: dict[int, str] = {}
     previous: str | None = None
     for rec in recs:
         after = _snapshot(run_dir, rec)
         before = previous if previous is not None else str(rec.update.get("file_before") or "")
+        befores[rec.index] = before
         verdicts = results.turn(scenario, repeat, rec.turn) if results else None
         link = phoenix_link(base, rec.trace_id, rec.span_id)
         cards.append(
@@ -175,7 +182,7 @@ def _unit(
         for f in (results.facts if results else [])
         if (f.scenario, f.repeat) == (scenario, repeat)
     ]
-    sessions = _sessions(run, scenario, cards)
+    sessions = _sessions(run, scenario, cards, befores)
     grid = [_grid_row(run, f, cards) for f in facts]
     _attach_losses(facts, cards)
     starts = {s.cards[0].index for s in sessions}
@@ -202,17 +209,30 @@ def _snapshot(run_dir: Path, rec: TurnRecord) -> str:
     return str(rec.update.get("file_after") or "")
 
 
-def _sessions(run: RunInfo, scenario: str, cards: list[Card]) -> list[SessionBlock]:
-    titles = {
-        str(s.get("id")): str(s.get("title") or "")
+def _sessions(
+    run: RunInfo, scenario: str, cards: list[Card], befores: dict[int, str]
+) -> list[SessionBlock]:
+    specs = {
+        str(s.get("id")): s
         for s in (run.scenarios.get(scenario) or {}).get("sessions") or []
         if isinstance(s, dict)
     }
     blocks: list[SessionBlock] = []
     for card in cards:
         if not blocks or blocks[-1].id != card.session:
+            spec = specs.get(card.session) or {}
+            reference = spec.get("reference_memory")
             blocks.append(
-                SessionBlock(card.session, card.kind, titles.get(card.session, ""), card.source, [])
+                SessionBlock(
+                    card.session,
+                    card.kind,
+                    str(spec.get("title") or ""),
+                    card.source,
+                    [],
+                    file_diff(befores.get(card.index, ""), reference)
+                    if isinstance(reference, str)
+                    else None,
+                )
             )
         blocks[-1].cards.append(card)
     return blocks

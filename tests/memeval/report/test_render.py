@@ -43,10 +43,10 @@ def test_summary_row_counts_the_runs_verdicts(sample_run: Path) -> None:
     row = text_of(table)
     # s2t1 (70-row convention deleted) and s2t2 (style lost in compaction) fail their writes
     assert "3/5" in row and "1/1" in row and "0/1" in row
-    rows = [e for e in elements if e.tag == "tr"]
-    data_row = text_of(rows[1]).split()
-    assert data_row[:2] == ["book-summary", "Book-summary"]
-    assert "1 (1)" in text_of(rows[1])  # one compaction, which reached the target
+    (row,) = [text_of(e) for e in elements if e.tag == "tr" and text_of(e).startswith("book")]
+    assert row.split()[:2] == ["book-summary", "Book-summary"]
+    assert "1 (1)" in row  # one compaction, which reached the target
+    assert "1 · 0 · 0" in row  # one dropped write, nothing blocked or rejected
 
 
 def test_retention_grid_links_each_loss_to_the_turn_that_caused_it(sample_run: Path) -> None:
@@ -177,3 +177,19 @@ def test_repeats_get_a_section_each_with_their_own_anchors(tmp_path: Path) -> No
     assert options == ["all scenario runs", "tiny · repeat 0", "tiny · repeat 1"]
     assert "write pass" in text_of(by_id(elements, "u0-t0"))
     assert "write fail" in text_of(by_id(elements, "u1-t0"))
+
+
+def test_eval_sessions_diff_memory_against_the_reference_file(tmp_path: Path) -> None:
+    from tests.memeval.rundirs import RunDirBuilder, memory
+
+    run = RunDirBuilder(tmp_path / "run")
+    reference = memory(Conventions=["- [user] 70 rows"], Goals=["- reach 0.90"])
+    sc = run.scenario("tiny", reference_memory={"s2": reference})
+    sc.turn("t1", file=memory(Conventions=["- [user] 70 rows"]))
+    sc.turn("q1", session="s2", kind="eval", answer="70", tool_calls=[{"name": "lookup"}])
+    _, elements = _report(graded(run.write()))
+    (box,) = [e for e in elements if e.tag == "details" and "refdiff" in e.classes]
+    assert "reference memory +1 −0 lines" in text_of(box)
+    added = [text_of(e) for e in elements if e.tag == "div" and {"dl", "add"} <= e.classes]
+    assert "4 - reach 0.90" in added  # line 4 of the reference: under ## Goals
+    assert "tool calls lookup" in text_of(by_id(elements, "u0-t1"))
