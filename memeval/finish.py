@@ -74,7 +74,8 @@ def print_summary(done: Finished, console: Console | None = None) -> None:
     from memeval.tables import summary_line, summary_table
 
     console = console or Console()
-    console.print(summary_table(done.results))
+    if console.width >= 120:  # the table needs room; the lines below say the same in brief
+        console.print(summary_table(done.results))
     for metrics in done.results.metrics:
         console.print(f"[bold]{metrics.scenario}[/]: {summary_line(metrics)}")
     if done.gate is not None:

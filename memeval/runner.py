@@ -20,7 +20,7 @@ from memeval.plugins import load_attr
 from memeval.progress import RunProgress
 from memeval.replay import Unit, replay
 from memeval.rundir import new_run_id, prompt_hashes, sha256_file, utc_now, versions
-from memeval.scenario.loader import find, resolve
+from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario
 from memeval.strategy_defaults import choose_strategies
 from memeval.systems.base import MemorySystem
@@ -288,10 +288,10 @@ def _completed(run_dir: Path) -> dict[tuple[str, int], list[TurnRecord]]:
 
 
 def _scenario_hashes(scenarios: list[ResolvedScenario]) -> dict[str, str]:
+    """sha256 of every file each scenario was read from (includes too)."""
     hashes: dict[str, str] = {}
     for scenario in scenarios:
-        sources = {scenario.name, *(s.source for s in scenario.sessions)}
-        for name in sorted(sources):
-            path = Path(scenario.path) if name == scenario.name and scenario.path else find(name)
-            hashes[str(path)] = sha256_file(path)
+        for name in scenario.files or [scenario.path]:
+            if name:
+                hashes[name] = sha256_file(Path(name))
     return hashes

@@ -49,8 +49,21 @@ def handle_errors(fn: F) -> F:
             raise fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None
+        except BrokenPipeError:
+            # The reader went away (`memeval ... | head`): stop quietly, like any CLI tool.
+            _silence_stdout()
+            raise typer.Exit(EXIT_OK) from None
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
             raise fail(f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
