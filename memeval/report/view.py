@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from memeval.log import RunInfo, TurnRecord
-from memeval.report.cards import Card, build_card, pretty
+from memeval.report.cards import Card, build_card
 from memeval.report.chart import Chart, SessionSpan, SizePoint, size_chart
 from memeval.report.diff import FileDiff, file_diff
+from memeval.report.grid import GridRow, attach_losses, grid_row
 from memeval.report.links import phoenix_base, phoenix_link
-from memeval.results import FactRetention, RunResults, ScenarioMetrics
+from memeval.results import RunResults, ScenarioMetrics
 from reference_memory import CAP, TARGET, TRIGGER
 
 SIZE_LINES = [
@@ -29,21 +30,6 @@ class ModelRow:
     role: str
     spec: str
     fake: bool
-
-
-@dataclass
-class GridCell:
-    state: str
-    href: str | None
-    title: str
-
-
-@dataclass
-class GridRow:
-    fact: str
-    description: str
-    cells: list[GridCell]
-    lost: int
 
 
 @dataclass
@@ -183,8 +169,8 @@ def _unit(
         if (f.scenario, f.repeat) == (scenario, repeat)
     ]
     sessions = _sessions(run, scenario, cards, befores)
-    grid = [_grid_row(run, f, cards) for f in facts]
-    _attach_losses(facts, cards)
+    grid = [grid_row(run, f, cards) for f in facts]
+    attach_losses(facts, cards)
     starts = {s.cards[0].index for s in sessions}
     return UnitView(
         anchor=anchor,
@@ -251,54 +237,6 @@ def _chart(cards: list[Card], sessions: list[SessionBlock]) -> Chart:
         )
     spans = [SessionSpan(s.cards[0].index, s.cards[-1].index, s.id, s.kind) for s in sessions]
     return size_chart(points, spans, SIZE_LINES)
-
-
-def _grid_row(run: RunInfo, fact: FactRetention, cards: list[Card]) -> GridRow:
-    by_turn = {c.turn: c for c in cards}
-    turns = fact.turns or [c.turn for c in cards]
-    losses = {loss.turn: loss for loss in fact.losses}
-    state_of = dict(zip(turns, fact.cells, strict=False))
-    cells: list[GridCell] = []
-    for card in cards:
-        state = state_of.get(card.turn, "absent")
-        title = f"{fact.fact} after {card.turn}: {state}"
-        href = None
-        if state == "lost" and card.turn in losses:
-            title += f" — {_culprit_text(losses[card.turn].culprit.model_dump())}"
-            href = by_turn[card.turn].anchor
-        elif state in ("lost", "missing"):
-            href = card.anchor
-        cells.append(GridCell(state, href, title))
-    spec = ((run.scenarios.get(fact.scenario) or {}).get("facts") or {}).get(fact.fact) or {}
-    desc = str(spec.get("description") or "") or " · ".join(str(m) for m in spec.get("match") or [])
-    return GridRow(fact.fact, desc, cells, lost=len(fact.losses))
-
-
-def _attach_losses(facts: list[FactRetention], cards: list[Card]) -> None:
-    """Tell each card which facts were lost at its turn, and by what."""
-    by_turn = {c.turn: c for c in cards}
-    for fact in facts:
-        for loss in fact.losses:
-            card = by_turn.get(loss.turn)
-            if card is not None:
-                culprit = loss.culprit.model_dump()
-                detail = (
-                    pretty(culprit["op"]) if culprit.get("op") else culprit.get("excerpt") or ""
-                )
-                card.losses.append(
-                    {"fact": fact.fact, "text": _culprit_text(culprit), "detail": detail}
-                )
-
-
-def _culprit_text(culprit: dict[str, Any]) -> str:
-    kind = culprit.get("kind")
-    if kind == "op":
-        op = culprit.get("op") or {}
-        name = op.get("op") or op.get("kind") or "op"
-        return f"removed by edit op #{culprit.get('op_index')} ({name})"
-    if kind == "compaction":
-        return "removed by compaction"
-    return "removed by an unknown cause"
 
 
 def _title(run: RunInfo, scenario: str) -> str:
