@@ -114,6 +114,7 @@
   var fFail = document.getElementById("f-fail");
   var fQuestion = document.getElementById("f-question");
   var fUnit = document.getElementById("f-unit");
+  var sessions = Array.prototype.slice.call(document.querySelectorAll("div.session"));
   function applyFilters() {
     var unit = fUnit ? fUnit.value : "";
     document.querySelectorAll("section.unit").forEach(function (u) {
@@ -122,6 +123,9 @@
     cards.forEach(function (c) {
       c.hidden = (fFail.checked && c.dataset.fail !== "1") ||
                  (fQuestion.checked && c.dataset.question !== "1");
+    });
+    sessions.forEach(function (s) {
+      s.hidden = !s.querySelector("article.card:not([hidden])");
     });
   }
   [fFail, fQuestion, fUnit].forEach(function (el) { if (el) el.addEventListener("change", applyFilters); });
