@@ -15,7 +15,7 @@ from memeval.agent import Agent, ChatAgent
 from memeval.errors import ConfigError, RunDirError
 from memeval.log import RunInfo, TurnRecord, read_events, read_run, write_run
 from memeval.models.base import CallRecord, ChatModel
-from memeval.models.registry import describe, resolve_specs
+from memeval.models.registry import build_model, describe, resolve_specs
 from memeval.plugins import load_attr
 from memeval.progress import RunProgress
 from memeval.replay import Unit, replay
@@ -24,7 +24,7 @@ from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario
 from memeval.strategy_defaults import choose_strategies
 from memeval.systems.base import MemorySystem
-from memeval.systems.factory import SystemEnv, build_system, memory_key
+from memeval.systems.factory import SystemEnv, build_system, check_memory_spec, memory_key
 from memeval.systems.traced import TracedMemorySystem
 from memeval.tracing import Tracing, setup_tracing
 from memeval.turns import turn_from_record
@@ -91,6 +91,12 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
     specs = resolve_specs(options.model, options.role_models)
     specs.update({role: model.name for role, model in options.chat_models.items()})
     strategies = choose_strategies(specs, options.updater, options.safety)
+    check_memory_spec(options.memory)
+    for role in roles:  # a missing key or weights package fails now, before anything is written
+        if role not in options.chat_models:
+            build_model(specs[role])
+    if options.agent:
+        load_attr(options.agent, "--agent")
     run_id = new_run_id(names, options.memory)
     run_dir = options.out / run_id
     run_dir.mkdir(parents=True, exist_ok=False)

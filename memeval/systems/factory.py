@@ -54,6 +54,15 @@ def build_system(spec: str, env: SystemEnv) -> MemorySystem:
     return system
 
 
+def check_memory_spec(spec: str) -> None:
+    """Fail early on a memory spec that can never build (unknown name, unimportable plugin)."""
+    if spec in ("file", "none", "full-history", "oracle"):
+        return
+    if ":" not in spec:
+        raise ConfigError(f"unknown memory system {spec!r} (valid: {VALID})")
+    load_attr(spec, "--memory")
+
+
 def memory_key(scenario: ResolvedScenario, env: SystemEnv) -> MemoryKey:
     """The (user, space) the scenario names; on a shared PostgreSQL store the user is prefixed
     with the run unit so concurrent repeats never share a file."""
