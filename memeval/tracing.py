@@ -69,15 +69,17 @@ class _Scope:
         """Unique across runs and repeats: Phoenix keys sessions by this id globally."""
         return ":".join([self.run_id or "run", self.scenario, f"r{self.repeat}", self.session])
 
-    def labels(self) -> Attributes:
-        attrs: Attributes = {"memeval.run_id": self.run_id}
+    def plain(self) -> dict[str, Any]:
+        """Where we are, as Phoenix `metadata` (filterable in its UI as metadata['scenario'])."""
+        out: dict[str, Any] = {"run_id": self.run_id}
         if self.scenario:
-            attrs.update({"memeval.scenario": self.scenario, "memeval.repeat": self.repeat})
+            out.update({"scenario": self.scenario, "repeat": self.repeat})
         if self.session:
-            attrs.update(
-                {"memeval.session": self.session, "memeval.session_kind": self.session_kind}
-            )
-        return attrs
+            out.update({"session": self.session, "session_kind": self.session_kind})
+        return out
+
+    def labels(self) -> Attributes:
+        return {f"memeval.{key}": value for key, value in self.plain().items()}
 
     def session_attributes(self) -> Attributes:
         if not (self.session and self.in_turn):
@@ -173,7 +175,7 @@ class Tracing:
             **io_value("input", user_message),
         }
         links = [Link(scope.session_span)] if scope.session_span is not None else None
-        all_metadata = {**scope.labels(), "turn": turn_id, **metadata}
+        all_metadata = {**scope.plain(), "turn": turn_id, **metadata}
         root = otel_context.Context()  # a new trace, not a child of the session span
         with (
             self._scoped(replace(scope, in_turn=True)),

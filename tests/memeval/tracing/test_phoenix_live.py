@@ -7,14 +7,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from memeval.log import read_events, read_run
 from memeval.phoenix_server import PhoenixServer, phoenix_installed, running_phoenix
 from memeval.tracing import setup_tracing
 from memeval.tracing_annotations import Annotation, log_annotations
 from tests.conftest import require_service
 
+from .clirun import memeval_run
 from .flow import RUN_ID, SCENARIO, USER, run_flow
 
 pytestmark = pytest.mark.phoenix
@@ -30,13 +33,19 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixServer]
         yield server
 
 
-def poll(fetch: Callable[[], T], ready: Callable[[T], bool], timeout_s: float = 30.0) -> T:
-    """Phoenix inserts spans and annotations in the background: ask until they are there."""
+def poll(fetch: Callable[[], T], ready: Callable[[T], bool], timeout_s: float = 60.0) -> T:
+    """Phoenix inserts spans and annotations in the background: ask until they are there
+    (a project that does not exist yet answers 404)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        value = fetch()
-        if ready(value) or time.monotonic() > deadline:
-            return value
+        try:
+            value = fetch()
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code != 404 or time.monotonic() > deadline:
+                raise
+        else:
+            if ready(value) or time.monotonic() > deadline:
+                return value
         time.sleep(0.5)
 
 
@@ -116,3 +125,61 @@ def test_server_keeps_its_data_in_our_directory(phoenix: PhoenixServer) -> None:
     env = phoenix.environment()
     assert env["PHOENIX_HOST"] == "127.0.0.1"
     assert env["PHOENIX_WORKING_DIR"] == str(phoenix.data_dir)
+
+
+def test_memeval_run_with_phoenix_traces_the_scenario_and_its_grades(
+    phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    from phoenix.client import Client
+
+    ran = memeval_run("book-summary", "--model", "fake", "--phoenix", phoenix.url, out=tmp_path)
+    assert ran.code == 0, ran.stderr
+    assert "warning:" not in ran.stderr
+    assert ran.run_dir is not None
+    info = read_run(ran.run_dir)
+    assert info.phoenix == {"url": phoenix.url, "project": f"memeval-{info.run_id}"}
+    project = info.phoenix["project"]
+    events = read_events(ran.run_dir)
+    assert events and all(e.trace_id and e.span_id for e in events)
+
+    client = Client(base_url=phoenix.url)
+    turns = poll(
+        lambda: client.spans.get_spans(project_identifier=project, name="turn", limit=1000),
+        lambda got: len(got) >= len(events),
+    )
+    by_span = {s["context"]["span_id"]: s for s in turns}
+    assert set(by_span) == {e.span_id for e in events}
+    for event in events:
+        attributes = by_span[event.span_id]["attributes"]
+        assert by_span[event.span_id]["context"]["trace_id"] == event.trace_id
+        assert attributes["session.id"] == f"{info.run_id}:book-summary:r0:{event.session}"
+        assert attributes["memeval.turn"] == event.turn
+
+    # the memory file after the last turn, as the run saved it, is intact on its update span
+    last = events[-1]
+    updates = poll(
+        lambda: client.spans.get_spans(
+            project_identifier=project, name="memory.update", trace_ids=[last.trace_id]
+        ),
+        lambda got: len(got) == 1,
+    )
+    snapshot = (ran.run_dir / last.snapshot).read_text("utf-8")
+    assert updates[0]["attributes"]["memeval.memory.file_after"] == snapshot
+
+    sessions = client.sessions.list(project_name=project)
+    assert {s["session_id"] for s in sessions} == {
+        f"{info.run_id}:book-summary:r0:{e.session}" for e in events
+    }
+
+    # the run graded its questions and sent the grades to the question spans
+    question = next(e for e in events if e.question)
+    grades = poll(
+        lambda: client.spans.get_span_annotations(
+            span_ids=[question.span_id], project_identifier=project
+        ),
+        lambda got: any(a["name"] == "question" for a in got),
+    )
+    names = {a["name"]: a for a in grades}
+    assert "question" in names and "question.check" in names
+    assert names["question.check"]["annotator_kind"] == "CODE"
+    assert names["question"]["result"]["label"] in {"pass", "fail", "error"}

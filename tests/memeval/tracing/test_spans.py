@@ -101,6 +101,14 @@ async def test_each_turn_is_a_trace_linked_to_its_session(tracing, exporter) -> 
         in_trace = [s for s in spans if s.context.trace_id == turn.context.trace_id]
         assert len(in_trace) > 3
         assert {attrs(s)["session.id"] for s in in_trace} == {a["session.id"]}
+    assert json.loads(attrs(turns["s2q1"])["metadata"]) == {
+        "run_id": RUN_ID,
+        "scenario": SCENARIO,
+        "repeat": 0,
+        "session": "s2",
+        "session_kind": "eval",
+        "turn": "s2q1",
+    }
     assert kind(turns["s1t1"]) == "CHAIN" and kind(turns["s2q1"]) == "AGENT"
     assert attrs(turns["s2q1"])["input.value"] == "How many rows does agent-prod have?"
     assert attrs(turns["s2q1"])["output.value"].startswith("agent-prod has 812 rows")

@@ -7,13 +7,16 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
 from memeval.errors import ConfigError
+from memeval.log import read_events, read_run
 from memeval.tracing import setup_tracing
 from memeval.tracing_endpoint import normalize_endpoint
 
+from .clirun import memeval_run
 from .flow import run_flow
 
 BOUND_S = 2.0  # the bound; the check is designed to take ~1 s
@@ -156,3 +159,20 @@ def test_malformed_endpoint_is_bad_input(raw: str) -> None:
 def test_project_name_with_a_slash_is_bad_input() -> None:
     with pytest.raises(ConfigError, match="must not contain"):
         setup_tracing(None, "team/run")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["refused_url", "silent_url"])
+def test_memeval_run_with_a_missing_collector_exits_0_with_one_warning(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    url = request.getfixturevalue(which)
+    ran = memeval_run("book-summary", "--model", "fake", "--phoenix", url, out=tmp_path)
+    print(f"[{which}] memeval run took {ran.seconds:.1f} s")  # shown with -s
+    assert ran.code == 0, ran.stderr
+    warnings = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, ran.stderr
+    assert warnings[0].startswith(f"warning: Phoenix at {url} is not reachable")
+    assert ran.run_dir is not None
+    assert read_run(ran.run_dir).phoenix is None  # recorded as untraced
+    assert all(e.trace_id is None for e in read_events(ran.run_dir))
