@@ -1,6 +1,8 @@
 """The reference memory pipeline: one structured markdown file per (user, space), always loaded,
 kept current by background model calls after each turn. Imports nothing from memeval."""
 
+from typing import TYPE_CHECKING, Any
+
 from reference_memory.calls import Caller, ModelCallError
 from reference_memory.compaction import Compactor
 from reference_memory.document import (
@@ -32,7 +34,6 @@ from reference_memory.store import (
     CapExceeded,
     KeySession,
     LockTimeout,
-    PostgresStore,
     SQLiteStore,
     Store,
     StoreError,
@@ -91,3 +92,15 @@ __all__ = [
     "template_hashes",
     "user_lines",
 ]
+
+
+if TYPE_CHECKING:
+    from reference_memory.store.postgres import PostgresStore
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresStore":  # imported on first use: psycopg is only needed for PostgreSQL
+        from reference_memory.store.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

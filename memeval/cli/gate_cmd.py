@@ -6,13 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from memeval.cli.app import EXIT_REGRESSION, app, handle_errors
 from memeval.errors import ConfigError
-from memeval.gate import GateConfig, check_gate, gate_table, write_baseline
-from memeval.junit import write_junit
-from memeval.results import load_results
 
 
 @app.command("gate")
@@ -38,6 +34,12 @@ def gate_command(
     ] = None,
 ) -> None:
     """Print metric deltas against a baseline; exit 1 when a pass rate regressed."""
+    from rich.console import Console
+
+    from memeval.gate import GateConfig, check_gate, gate_table, write_baseline
+    from memeval.junit import write_junit
+    from memeval.results import load_results
+
     if not 0 < alpha < 1:
         raise ConfigError(f"--alpha {alpha} must be between 0 and 1 (e.g. 0.05)")
     if not 0 <= max_drop < 1:

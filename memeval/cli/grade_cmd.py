@@ -6,11 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from memeval.cli.app import app, handle_errors
-from memeval.grading.regrade import import_grades
-from memeval.tables import summary_table
 
 
 @app.command("grade")
@@ -24,6 +21,11 @@ def grade_command(
 ) -> None:
     """Merge human grades into a run (a human grade overrides check and judge), then rewrite
     verdicts.json, the tables and report.html. No model is called; stored judge results stay."""
+    from rich.console import Console
+
+    from memeval.grading.regrade import import_grades
+    from memeval.tables import summary_table
+
     done = import_grades(run_dir, grades)
     console = Console()
     console.print(summary_table(done.results))

@@ -10,9 +10,6 @@ from typing import Annotated
 import typer
 
 from memeval.cli.app import app, handle_errors
-from memeval.finish import finish_run, print_summary
-from memeval.gate import GateConfig
-from memeval.runner import RunOptions, run
 
 ModelOpt = Annotated[str | None, typer.Option(metavar="SPEC", show_default=False)]
 
@@ -77,6 +74,10 @@ def run_command(
 ) -> None:
     """Replay scenarios and write reports/<run-id>/ (run.json, events.jsonl, snapshots/,
     tables, report.html); print a summary table and the report's path."""
+    from memeval.finish import finish_run, print_summary
+    from memeval.gate import GateConfig
+    from memeval.runner import RunOptions, run
+
     options = RunOptions(
         targets=list(scenarios or []),
         memory=memory,
