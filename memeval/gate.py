@@ -53,6 +53,15 @@ class GateConfig:
     max_drop: float = 0.0  # a pass-rate drop up to this (0..1) is tolerated
 
 
+def gate_config(alpha: float = 0.05, max_drop: float = 0.0) -> GateConfig:
+    """A validated GateConfig; bad thresholds are a one-line ConfigError."""
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha} must be between 0 and 1 (e.g. 0.05)")
+    if not 0 <= max_drop < 1:
+        raise ConfigError(f"--max-drop {max_drop} must be a rate in [0, 1) (e.g. 0.1 for 10%)")
+    return GateConfig(alpha=alpha, max_drop=max_drop)
+
+
 @dataclass
 class Delta:
     scenario: str

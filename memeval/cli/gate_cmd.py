@@ -36,14 +36,11 @@ def gate_command(
     """Print metric deltas against a baseline; exit 1 when a pass rate regressed."""
     from rich.console import Console
 
-    from memeval.gate import GateConfig, check_gate, gate_table, write_baseline
+    from memeval.gate import check_gate, gate_config, gate_table, write_baseline
     from memeval.junit import write_junit
     from memeval.results import load_results
 
-    if not 0 < alpha < 1:
-        raise ConfigError(f"--alpha {alpha} must be between 0 and 1 (e.g. 0.05)")
-    if not 0 <= max_drop < 1:
-        raise ConfigError(f"--max-drop {max_drop} must be a rate in [0, 1) (e.g. 0.1 for 10%)")
+    config = gate_config(alpha, max_drop)
     if baseline is None and junit is None and write_baseline_to is None:
         raise ConfigError(
             "give --baseline B (a run directory or baseline JSON), --junit or --write-baseline FILE"
@@ -54,7 +51,7 @@ def gate_command(
         typer.echo(f"baseline: {write_baseline(run_dir, write_baseline_to)}")
     if baseline is None:
         return
-    report = check_gate(run_dir, baseline, GateConfig(alpha=alpha, max_drop=max_drop))
+    report = check_gate(run_dir, baseline, config)
     Console().print(gate_table(report))
     if report.regressions:
         names = ", ".join(f"{d.scenario} {d.metric}" for d in report.regressions)

@@ -75,9 +75,10 @@ def run_command(
     """Replay scenarios and write reports/<run-id>/ (run.json, events.jsonl, snapshots/,
     tables, report.html); print a summary table and the report's path."""
     from memeval.finish import finish_run, print_summary
-    from memeval.gate import GateConfig
+    from memeval.gate import gate_config
     from memeval.runner import RunOptions, run
 
+    gate = gate_config(alpha, max_drop)  # bad thresholds fail before the run, not after
     options = RunOptions(
         targets=list(scenarios or []),
         memory=memory,
@@ -112,7 +113,7 @@ def run_command(
             judge_writes=judge_writes,
             junit=junit,
             baseline=baseline,
-            gate=GateConfig(alpha=alpha, max_drop=max_drop),
+            gate=gate,
         )
     )
     print_summary(done)
@@ -122,5 +123,7 @@ def run_command(
     typer.echo(f"report: {done.report}")
     if done.junit is not None:
         typer.echo(f"junit: {done.junit}")
-    if done.exit_code:
+    if done.gate is not None and done.gate.regressions:
+        names = ", ".join(f"{d.scenario} {d.metric}" for d in done.gate.regressions)
+        typer.echo(f"regression: {names}", err=True)
         raise typer.Exit(done.exit_code)
