@@ -31,7 +31,6 @@ class GridRow:
 
 def grid_row(run: RunInfo, fact: FactRetention, cards: list[Card]) -> GridRow:
     """One fact's row: its state after every turn of the unit, losses linked to their turn."""
-    by_turn = {c.turn: c for c in cards}
     turns = fact.turns or [c.turn for c in cards]
     losses = {loss.turn: loss for loss in fact.losses}
     state_of = dict(zip(turns, fact.cells, strict=False))
@@ -39,12 +38,11 @@ def grid_row(run: RunInfo, fact: FactRetention, cards: list[Card]) -> GridRow:
     for card in cards:
         state = state_of.get(card.turn, "absent")
         title = f"{fact.fact} after {card.turn}: {state}"
-        href = None
-        if state == "lost" and card.turn in losses:
-            title += f" — {_culprit_text(losses[card.turn].culprit.model_dump())}"
-            href = by_turn[card.turn].anchor
-        elif state in ("lost", "missing"):
+        href = None  # only a loss links (to its turn); other cells are titled by the page
+        if state == "lost":
             href = card.anchor
+            if card.turn in losses:
+                title += f" — {_culprit_text(losses[card.turn].culprit.model_dump())}"
         cells.append(GridCell(state, href, title))
     spec = ((run.scenarios.get(fact.scenario) or {}).get("facts") or {}).get(fact.fact) or {}
     desc = str(spec.get("description") or "") or " · ".join(str(m) for m in spec.get("match") or [])

@@ -33,6 +33,16 @@ class ModelRow:
 
 
 @dataclass
+class Column:
+    """A turn as a column of the retention grid."""
+
+    anchor: str
+    index: int
+    turn: str
+    start: bool  # the first turn of a session
+
+
+@dataclass
 class SessionBlock:
     id: str
     kind: str
@@ -49,7 +59,7 @@ class UnitView:
     repeat: int
     title: str
     chart: Chart
-    columns: list[tuple[str, int, bool]]  # anchor, turn index, first turn of a session
+    columns: list[Column]
     grid: list[GridRow]
     sessions: list[SessionBlock]
     failing: int = 0
@@ -178,7 +188,7 @@ def _unit(
         repeat=repeat,
         title=_title(run, scenario),
         chart=_chart(cards, sessions),
-        columns=[(c.anchor, c.index, c.index in starts) for c in cards],
+        columns=[Column(c.anchor, c.index, c.turn, c.index in starts) for c in cards],
         grid=grid,
         sessions=sessions,
         failing=sum(1 for c in cards if c.failing),

@@ -110,6 +110,20 @@
     });
   });
 
+  // retention grid: cells carry no text; title them on hover from their row and column
+  document.querySelectorAll("table.grid").forEach(function (table) {
+    var heads = table.querySelectorAll("thead th a");
+    table.addEventListener("mouseover", function (ev) {
+      var td = ev.target.closest("td");
+      if (!td || td.title || td.querySelector("a")) return;
+      var row = td.parentElement;
+      var col = Array.prototype.indexOf.call(row.children, td) - 1;
+      var fact = row.querySelector("th code").textContent;
+      var state = td.className.split(" ")[0].replace("c-", "");
+      td.title = fact + " after " + heads[col].title + ": " + state;
+    });
+  });
+
   // filters
   var fFail = document.getElementById("f-fail");
   var fQuestion = document.getElementById("f-question");

@@ -115,3 +115,17 @@ def test_filters_and_keyboard(sample_run: Path) -> None:
         page.keyboard.press("x")  # toggles "only failures"
         assert page.locator("#f-fail").is_checked()
         assert errors == []
+
+
+def test_retention_cells_get_titles_on_hover(sample_run: Path) -> None:
+    with chromium() as browser:
+        page, errors = _open(browser, render_report(sample_run))
+        first_row = page.locator("table.grid tbody tr").first
+        cell = first_row.locator("td").nth(1)
+        cell.hover()
+        assert cell.get_attribute("title") == "seventy-rows after s1t2: present"
+        lost = first_row.locator("td.c-lost a")
+        assert lost.get_attribute("href") == "#u0-t3"
+        lost.click()
+        assert page.evaluate("location.hash") == "#u0-t3"
+        assert errors == []
