@@ -7,13 +7,14 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
-from memeval.log import TurnRecord
+from memeval.log import RunInfo, TurnRecord, append_event, write_run
 from memeval.results import HumanGrade, JudgeResult, RunResults, TurnVerdicts, Verdict
-from memeval.tracing_annotations import annotations_from_results, log_annotations
+from memeval.tracing_annotations import annotate_run, annotations_from_results, log_annotations
 
 from .test_unreachable import free_port
 
@@ -163,4 +164,24 @@ def test_unreachable_phoenix_costs_one_warning(capsys: pytest.CaptureFixture[str
 def test_nothing_to_send_sends_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert log_annotations(None, "p", []) == 0
     assert log_annotations("http://127.0.0.1:9", "p", []) == 0
+    assert capsys.readouterr().err == ""
+
+
+def traced_run_dir(root: Path, phoenix: dict[str, Any] | None) -> Path:
+    root.mkdir()
+    info = RunInfo(run_id="r1", created_at="2026-01-01T00:00:00Z", memory="file", phoenix=phoenix)
+    write_run(root, info)
+    append_event(root, record("s2q1", "1" * 16))
+    return root
+
+
+def test_annotate_run_sends_to_the_phoenix_in_run_json(recorder: str, tmp_path: Path) -> None:
+    run_dir = traced_run_dir(tmp_path / "run", {"url": recorder, "project": "memeval-r1"})
+    assert annotate_run(run_dir, results()) == 4
+    [(_, body)] = _Recorder.bodies
+    assert {a["span_id"] for a in body["data"]} == {"1" * 16}
+
+
+def test_annotate_run_of_an_untraced_run_sends_nothing(tmp_path: Path, capsys) -> None:
+    assert annotate_run(traced_run_dir(tmp_path / "run", None), results()) == 0
     assert capsys.readouterr().err == ""
