@@ -27,6 +27,8 @@ def traced_tool(
     description: str = "",
 ) -> Any:
     """Run `call()` (the tool) inside a TOOL span with its name, arguments and result."""
+    if not tracing.enabled:
+        return call()
     attrs: dict[str, Any] = {SA.TOOL_NAME: name, **io_value("input", arguments or {})}
     if description:
         attrs[SA.TOOL_DESCRIPTION] = description

@@ -56,6 +56,10 @@ class TracedModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
     ) -> ChatResponse:
+        if not self.tracing.enabled:  # nothing records: skip flattening the messages
+            return await self.inner.chat(
+                messages, tools=tools, schema=schema, max_tokens=max_tokens, temperature=temperature
+            )
         request = _request_attributes(self.inner.name, self.role, messages, tools, schema)
         request[SA.LLM_INVOCATION_PARAMETERS] = to_json(
             _parameters(max_tokens, temperature, schema)

@@ -47,6 +47,8 @@ class TracedMemorySystem:
         return getattr(self.inner, attr)
 
     async def context(self, key: MemoryKey) -> str | None:
+        if not self.tracing.enabled:
+            return await self.inner.context(key)
         attrs = {"memeval.memory.system": self.name, **io_value("input", _key(key))}
         with self.tracing.span("memory.context", RETRIEVER, attrs) as span:
             text = await self.inner.context(key)
@@ -62,6 +64,8 @@ class TracedMemorySystem:
             return text
 
     async def observe(self, key: MemoryKey, turn: Turn) -> UpdateReport:
+        if not self.tracing.enabled:
+            return await self.inner.observe(key, turn)
         attrs = {
             "memeval.memory.system": self.name,
             "memeval.memory.key": _key(key),
