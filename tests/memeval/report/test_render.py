@@ -193,3 +193,26 @@ def test_eval_sessions_diff_memory_against_the_reference_file(tmp_path: Path) ->
     added = [text_of(e) for e in elements if e.tag == "div" and {"dl", "add"} <= e.classes]
     assert "4 - reach 0.90" in added  # line 4 of the reference: under ## Goals
     assert "tool calls lookup" in text_of(by_id(elements, "u0-t1"))
+
+
+def test_a_run_without_turns_renders_a_notice(tmp_path: Path) -> None:
+    from tests.memeval.rundirs import RunDirBuilder
+
+    run_dir = RunDirBuilder(tmp_path / "run", status="running").write()
+    _, elements = _report(run_dir)
+    assert not _cards(elements)
+    assert any("no completed turns yet" in text_of(e) for e in elements if e.tag == "p")
+
+
+def test_a_snapshot_path_outside_the_run_is_never_read(tmp_path: Path) -> None:
+    from memeval.log import read_events
+    from memeval.report.view import build_view
+
+    secret = tmp_path / "secret.md"
+    secret.write_text("TOP SECRET CONTENT")
+    run_dir = build_sample_run(tmp_path / "run")
+    edit_events(run_dir, "s1t1", snapshot="../secret.md")
+    view = build_view(run_dir, read_run(run_dir), read_events(run_dir), None)
+    card = view.units[0].sessions[0].cards[0]
+    assert all("TOP SECRET" not in line.text for line in card.diff.lines)
+    assert any("70 rows" in line.text for line in card.diff.lines)  # the recorded file_after

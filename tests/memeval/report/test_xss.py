@@ -151,3 +151,21 @@ def _open_and_check(page: Any, hostile_report: Path) -> None:
     assert page.locator("#u0-t2 details.mem pre").text_content() == X  # filled from the JSON
     user_text = page.locator("#u0-t0 .msg.user .txt").text_content() or ""
     assert user_text.startswith("<script>window.__pwned=1;alert(1)</script><img src=x")
+
+
+def test_compare_page_escapes_run_text(tmp_path: Path) -> None:
+    from memeval.compare import compare_runs
+    from memeval.report.compare_page import render_compare
+
+    a = hostile_run(tmp_path / "a")
+    b = tmp_path / "b"
+    hostile_run(b)
+    (b / "verdicts.json").unlink()
+    (b / "grades.json").unlink()  # without the human "fail", the judge passes q1: a flip
+    page = render_compare(compare_runs(a, graded(b))).read_text(encoding="utf-8")
+    elements = parse(page)
+    assert "q1" in " ".join(text_of(e) for e in elements if e.tag == "tr")
+    assert not [e for e in elements if e.tag in ("script", "img", "svg", "iframe")]
+    assert "<img src=x" not in page and "&lt;img src=x onerror=" in page
+    csp = next(e for e in elements if e.get("http-equiv") == "Content-Security-Policy")
+    assert "script-src 'none'" in csp.get("content")
