@@ -15,10 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
-
-import httpx
 
 from memeval.errors import ConfigError, MemevalError
 
@@ -66,6 +63,8 @@ def free_port() -> int:
 
 def phoenix_installed() -> bool:
     """Whether the Phoenix server (arize-phoenix, not only its client) is installed."""
+    from importlib import metadata
+
     try:
         metadata.version("arize-phoenix")
     except metadata.PackageNotFoundError:
@@ -154,6 +153,8 @@ class PhoenixServer:
         )
 
     def healthy(self) -> bool:
+        import httpx  # here, not at module level: `memeval --help` should not pay for it
+
         try:
             return httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200
         except httpx.HTTPError:
