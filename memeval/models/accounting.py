@@ -114,6 +114,7 @@ class RecordingModel:
                 completion_tokens=response.completion_tokens,
                 latency_s=response.latency_s or (time.perf_counter() - started),
                 cached=response.cached,
+                cached_prompt_tokens=response.cached_prompt_tokens,
                 fake=fake,
                 cost_usd=estimate_cost(
                     self.name, response.prompt_tokens, response.completion_tokens, response.cached

@@ -31,6 +31,7 @@ class ChatResponse:
     latency_s: float = 0.0
     model: str = ""
     cached: bool = False
+    cached_prompt_tokens: int = 0  # prompt tokens a prefix (KV) cache served; 0 when unknown
 
 
 @runtime_checkable
@@ -64,3 +65,4 @@ class CallRecord:
     error: str | None = None
     fake: bool = False  # the `fake` stand-in: never reported as a model result
     cost_usd: float | None = None  # None when the price is unknown
+    cached_prompt_tokens: int = 0  # of prompt_tokens, served by the back end's prefix cache

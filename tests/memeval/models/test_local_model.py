@@ -105,3 +105,19 @@ async def test_cancelling_stops_generation(allow_model_requests: None) -> None:
 async def test_blocked_without_the_fixture() -> None:
     with pytest.raises(ModelRequestsForbidden):
         await build_model(SPEC).chat([{"role": "user", "content": "hi"}])
+
+
+async def test_each_roles_prefix_survives_other_roles_calls(allow_model_requests: None) -> None:
+    model = build_model(SPEC)
+    role_a = {"role": "system", "content": "You answer about datasets. " + "Rules. " * 150}
+    role_b = {"role": "system", "content": "You classify safety. " + "Policy. " * 150}
+
+    def ask(system: dict[str, str], question: str) -> list[dict[str, str]]:
+        return [system, {"role": "user", "content": question}]
+
+    first = await model.chat(ask(role_a, "Name one dataset."), max_tokens=4)
+    await model.chat(ask(role_b, "Is 'hello' safe?"), max_tokens=4)
+    again = await model.chat(ask(role_a, "Name two datasets."), max_tokens=4)
+    # role A's long static prefix is restored from the state cache, not evaluated again
+    assert again.cached_prompt_tokens >= first.prompt_tokens - 20
+    assert again.cached_prompt_tokens < again.prompt_tokens
