@@ -11,14 +11,14 @@ from rich.console import Console
 from memeval.gate import GateConfig, GateReport, check_gate, gate_table
 from memeval.grading.run import grade_run
 from memeval.junit import write_junit
-from memeval.log import read_events, read_run
+from memeval.log import read_run
 from memeval.models.base import CallRecord
 from memeval.report.render import render_report
 from memeval.results import RunResults
 from memeval.runner import cache_path
 from memeval.tables import write_tables
 from memeval.tracing import setup_tracing
-from memeval.tracing_annotations import annotations_from_results, log_annotations
+from memeval.tracing_annotations import annotate_run
 from memeval.wiring import ModelPool
 
 
@@ -44,24 +44,30 @@ async def finish_run(
     gate: GateConfig | None = None,
 ) -> Finished:
     info = read_run(run_dir)
+    phoenix = info.phoenix or {}
+    # Judge calls join each question's own trace in the Phoenix the run was traced to.
+    tracing = setup_tracing(phoenix.get("url"), str(phoenix.get("project") or "memeval"))
     judge_model = None
     pool = None
     if judge and "judge" in info.models:
         use_cache = bool(info.config.get("cache", True))
         pool = ModelPool(info.models, cache_path() if use_cache else None)
         sink: list[CallRecord] = []
-        tracing = setup_tracing(None, "")  # judge spans are not traced; verdicts are annotated
         judge_model = pool.for_unit(["judge"], 0, sink, tracing)["judge"]
     try:
-        results = await grade_run(run_dir, judge_model, judge_writes=judge_writes)
+        results = await grade_run(
+            run_dir,
+            judge_model,
+            judge_writes=judge_writes,
+            judge_scope=lambda record: tracing.under(record.trace_id, record.span_id),
+        )
     finally:
         if pool is not None:
             pool.close()
+        tracing.shutdown()
     write_tables(run_dir, results)
     report = render_report(run_dir)
-    if info.phoenix and info.phoenix.get("url"):
-        annotations = annotations_from_results(results, read_events(run_dir))
-        log_annotations(info.phoenix["url"], str(info.phoenix.get("project", "")), annotations)
+    annotate_run(run_dir, results)
     done = Finished(results=results, report=report)
     if junit is not None:
         done.junit = write_junit(results, junit)

@@ -25,8 +25,10 @@ def grade_command(
 
     from memeval.grading.regrade import import_grades
     from memeval.tables import summary_table
+    from memeval.tracing_annotations import annotate_run
 
     done = import_grades(run_dir, grades)
+    annotate_run(run_dir, done.results)  # to the Phoenix the run was traced to, if any
     console = Console()
     console.print(summary_table(done.results))
     for m in done.results.metrics:

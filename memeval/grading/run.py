@@ -8,10 +8,13 @@ reused only when it succeeded, came from the same model and the same input.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from memeval.errors import RunDirError
 from memeval.grading import human
@@ -54,11 +57,13 @@ async def grade_run(
     save: bool = True,
     apply_ops: ApplyOps | None = None,
     grades: human.GradesFile | None = None,
+    judge_scope: Callable[[TurnRecord], AbstractContextManager[Any]] | None = None,
 ) -> RunResults:
     """Grade every turn of the run; writes verdicts.json unless `save=False`.
 
     `judge_writes` also judges write expectations against their `note`; `rejudge` ignores
     stored judgements. Human grades (`grades`, else the run's `grades.json`) apply last.
+    `judge_scope(record)` wraps each judge call (tracing puts it under the turn's trace).
     """
     run_dir = Path(run_dir)
     info = read_run(run_dir)
@@ -74,10 +79,13 @@ async def grade_run(
     limit = asyncio.Semaphore(max(1, concurrency))
     by_scenario: dict[str, list[TurnRecord]] = defaultdict(list)
 
-    async def ask(request: JudgeRequest, verdicts: TurnVerdicts, target: str) -> None:
+    async def ask(
+        request: JudgeRequest, verdicts: TurnVerdicts, target: str, record: TurnRecord
+    ) -> None:
         assert judge is not None
         async with limit:
-            result = await run_judge(judge, request, timeout_s=timeout_s)
+            with judge_scope(record) if judge_scope else contextlib.nullcontext():
+                result = await run_judge(judge, request, timeout_s=timeout_s)
         setattr(verdicts, "judge" if target == "question" else "write_judge", result)
 
     for (name, repeat), records in sorted(units.items()):
@@ -95,7 +103,7 @@ async def grade_run(
                 if judge is None or _reusable(stored, judge, request):
                     setattr(verdicts, "judge" if target == "question" else "write_judge", stored)
                 elif request is not None:
-                    pending.append(ask(request, verdicts, target))
+                    pending.append(ask(request, verdicts, target, record))
         for fact_id, fact in scenario.facts.items():
             results.facts.append(
                 fact_retention(name, repeat, fact_id, fact, records, files, apply_ops)
