@@ -224,6 +224,9 @@ def _parse(raw: Any, want_json: bool) -> ChatResponse:
             raise _Garbage(f"tool call {call.function.name}: arguments are not an object")
         calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
     content = message.content
+    if want_json and not calls and getattr(choices[0], "finish_reason", None) == "length":
+        # Deterministic: asking again would cut it off at the same place.
+        raise ModelError(f"JSON answer cut off at max_tokens: {(content or '')[-80:]!r}")
     if want_json and not calls:
         try:
             json.loads(content or "")

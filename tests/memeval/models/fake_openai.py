@@ -28,6 +28,7 @@ def completion(
     tool_calls: list[dict[str, Any]] | None = None,
     prompt_tokens: int = 11,
     completion_tokens: int = 7,
+    finish_reason: str | None = None,
 ) -> Reply:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
@@ -49,7 +50,7 @@ def completion(
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                    "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
                 }
             ],
             "usage": {

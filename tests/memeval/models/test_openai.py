@@ -143,6 +143,13 @@ async def test_garbage_json_answer_to_a_schema_is_retried(server: FakeOpenAIServ
         await model(server, max_retries=1).chat(MESSAGES, schema=SCHEMA)
 
 
+async def test_truncated_json_is_not_retried(server: FakeOpenAIServer) -> None:
+    server.script(completion('{"verdict": "al', finish_reason="length"), completion("{}"))
+    with pytest.raises(ModelError, match="cut off at max_tokens"):
+        await model(server).chat(MESSAGES, schema=SCHEMA, max_tokens=5)
+    assert len(server.requests) == 1
+
+
 async def test_garbage_tool_arguments_are_a_model_error(server: FakeOpenAIServer) -> None:
     bad = completion(None, tool_calls=[{"name": "query_spans", "arguments": "{project:"}])
     server.script(bad, bad)
