@@ -33,7 +33,7 @@ N_CTX = 8192  # an 8,000-char memory file (~2,300 tokens) + instructions + turn 
 N_THREADS = 2
 DEFAULT_MAX_TOKENS = 2048  # a bound on runaway generation when the caller gives none
 SEED = 0
-STATE_CACHE_BYTES = 2 << 30  # ~20 cached 3,000-token prefixes of the 1.5B model
+STATE_CACHE_BYTES = 2 << 30  # ~20 cached 3,000-token prefixes of the 1.5B model (KV bytes)
 
 # One worker for every engine: llama.cpp calls queue here, in order, off the event loop.
 _worker = ThreadPoolExecutor(1, thread_name_prefix="llama")
@@ -48,6 +48,7 @@ class _Engine:
         self.load_s = 0.0
         self._llama: Any = None
         self._formatter: Any = None
+        self._states: Any = None  # LlamaRAMCache of slim states, see _slim_state
         self._lock = threading.Lock()  # for direct callers (benchmarks) off the worker
 
     def _load(self) -> None:
@@ -73,7 +74,7 @@ class _Engine:
             eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
             bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
         )
-        llama.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
+        self._states = LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES)
         self._llama = llama
         self.load_s = time.perf_counter() - started
 
@@ -84,7 +85,7 @@ class _Engine:
         with self._lock:
             if self._llama is not None:
                 self._llama.reset()
-                self._llama.set_cache(LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES))
+                self._states = LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES)
 
     def ensure_loaded(self) -> float:
         """Load now (blocking); returns the load time in seconds."""
@@ -129,6 +130,7 @@ class _Engine:
                 stopping_criteria=StoppingCriteriaList([lambda _ids, _logits: cancel.is_set()]),
             )
             result["cached_prompt_tokens"] = reused
+            self._states[self._llama._input_ids.tolist()] = _slim_state(self._llama)
             return result
 
     def _restore_longest_prefix(self, tokens: list[int]) -> int:
@@ -141,7 +143,7 @@ class _Engine:
         shared = llama.longest_token_prefix
         current = shared(llama._input_ids.tolist(), tokens)
         try:
-            state = llama.cache[tokens]
+            state = self._states[tokens]
         except KeyError:
             state = None
         if state is not None and shared(state.input_ids.tolist(), tokens) > current:
@@ -160,6 +162,33 @@ class _Engine:
         except asyncio.CancelledError:
             cancel.set()
             raise
+
+
+def _slim_state(llama: Any) -> Any:
+    """`llama.save_state()` without its copy of the logits buffer.
+
+    That copy is n_batch x n_vocab floats (311 MB with Qwen's vocabulary) per saved state and
+    LlamaRAMCache does not count it, so its capacity let a run grow past 15 GB. The logits are
+    never read back: a restored prefix is always decoded again from its last token.
+    """
+    import ctypes
+
+    import llama_cpp
+    import numpy as np
+    from llama_cpp.llama import LlamaState
+
+    ctx = llama._ctx.ctx
+    size = llama_cpp.llama_state_get_size(ctx)
+    buffer = (ctypes.c_uint8 * size)()
+    used = int(llama_cpp.llama_state_get_data(ctx, buffer, size))
+    return LlamaState(
+        input_ids=llama.input_ids.copy(),
+        scores=np.zeros((1, llama.n_vocab()), dtype=np.single),  # load_state broadcasts it
+        n_tokens=llama.n_tokens,
+        llama_state=ctypes.string_at(buffer, used),
+        llama_state_size=used,
+        seed=llama._seed,
+    )
 
 
 _engines: dict[str, _Engine] = {}

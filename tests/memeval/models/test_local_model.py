@@ -121,3 +121,19 @@ async def test_each_roles_prefix_survives_other_roles_calls(allow_model_requests
     # role A's long static prefix is restored from the state cache, not evaluated again
     assert again.cached_prompt_tokens >= first.prompt_tokens - 20
     assert again.cached_prompt_tokens < again.prompt_tokens
+
+
+async def test_a_restored_prefix_answers_as_a_cold_one(allow_model_requests: None) -> None:
+    model = build_model(SPEC)
+    role_a = {"role": "system", "content": "You name colours. " + "Be brief. " * 80}
+    role_b = {"role": "system", "content": "You name animals. " + "Be brief. " * 80}
+    question = [role_a, {"role": "user", "content": "Name three colours."}]
+    model.engine.forget()  # type: ignore[attr-defined]
+    cold = await model.chat(question, max_tokens=12)
+    await model.chat([role_b, {"role": "user", "content": "Name an animal."}], max_tokens=4)
+    warm = await model.chat(question, max_tokens=12)
+    assert warm.cached_prompt_tokens > 100
+    assert warm.content == cold.content
+    # saved states carry the KV cache only, not llama.cpp's 311 MB logits buffer
+    states = model.engine._states.cache_state.values()  # type: ignore[attr-defined]
+    assert states and all(state.scores.nbytes < 1 << 20 for state in states)
