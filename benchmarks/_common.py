@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -92,6 +93,7 @@ def fresh_cache_dir(keep: Path | None = None) -> Iterator[Path]:
 @dataclass
 class CliRun:
     wall_s: float
+    cpu_s: float  # user + system CPU of the child: less sensitive than wall to other jobs
     run_dir: Path
     returncode: int
     stderr: str
@@ -102,15 +104,18 @@ def run_cli(args: Sequence[str], out: Path, env: dict[str, str] | None = None) -
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.iterdir())
     cmd = [sys.executable, "-m", "memeval", "run", *args, "--out", str(out), "--no-progress"]
+    before_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(
         cmd, cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True
     )
     wall = time.perf_counter() - started
+    after_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after_cpu.ru_utime - before_cpu.ru_utime) + (after_cpu.ru_stime - before_cpu.ru_stime)
     new = sorted(set(out.iterdir()) - before)
     if proc.returncode not in (0, 1) or not new:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-    return CliRun(wall, new[-1], proc.returncode, proc.stderr)
+    return CliRun(wall, cpu, new[-1], proc.returncode, proc.stderr)
 
 
 @dataclass

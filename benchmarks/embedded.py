@@ -46,6 +46,7 @@ def summarize(run_dir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {
         "run": extra.get("label") or run_dir.name[-28:],
         "wall_s": extra.get("wall_s"),
+        "cpu_s": extra.get("cpu_s"),
         "rerun_wall_s": extra.get("rerun_wall_s"),
         "rerun_model_calls": extra.get("rerun_model_calls"),
         "replay_s": replay_wall(run_dir),
@@ -96,6 +97,7 @@ def render(summaries: list[dict[str, Any]]) -> str:
     rows: list[list[Any]] = [
         ["wall, `memeval run` (s)", *[fmt(s["wall_s"]) for s in summaries]],
         ["  replay of the turns (s)", *[fmt(s["replay_s"]) for s in summaries]],
+        ["CPU, user + system (s)", *[fmt(s["cpu_s"]) for s in summaries]],
         ["turns / model calls", *[f"{s['turns']} / {s['calls']}" for s in summaries]],
         ["failed calls", *[s["errors"] for s in summaries]],
         ["agent turn p50 (s)", *[fmt(s["agent_turn_p50_s"]) for s in summaries]],
@@ -145,6 +147,7 @@ def measure(scenario: str, env: dict[str, str], out: Path, rerun: bool, label: s
         summary: dict[str, Any] = {
             "label": label,
             "wall_s": first.wall_s,
+            "cpu_s": first.cpu_s,
             "load": load,
             "load_end": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
             "env": env,
