@@ -130,7 +130,8 @@ def print_speed(results: dict[str, dict[str, Any]]) -> None:
 
 # --- roles -----------------------------------------------------------------------------------
 
-Case = tuple[str, Callable[[LocalModel], Awaitable[bool]]]
+Outcome = tuple[bool, str]  # right?, what the model said
+Case = tuple[str, Callable[[LocalModel], Awaitable[Outcome]]]
 PROJECT_FILE = SKELETON.replace(
     "## Goals\n",
     "## Goals\n### legal-rag accuracy\n- [user] Target: 0.90 accuracy on the eval set\n",
@@ -181,18 +182,19 @@ def _turn(user: str, tool: str | None, args: dict[str, Any], result: Any, reply:
     return Turn(messages=[*messages, {"role": "assistant", "content": reply}])
 
 
-def summarizer_case(turn: Any, check: Callable[[str], bool]) -> Callable[..., Awaitable[bool]]:
-    async def run(model: LocalModel) -> bool:
+def summarizer_case(turn: Any, check: Callable[[str], bool]) -> Callable[..., Awaitable[Outcome]]:
+    async def run(model: LocalModel) -> Outcome:
         from reference_memory.summarizer import Summarizer
 
         answer = await model.chat(Summarizer().messages(turn), max_tokens=300)
-        return check((answer.content or "").lower())
+        text = answer.content or ""
+        return check(text.lower()), text
 
     return run
 
 
 def updater_case(summary: str, check: Callable[[str, list[Any]], bool]) -> Callable[..., Any]:
-    async def run(model: LocalModel) -> bool:
+    async def run(model: LocalModel) -> Outcome:
         from reference_memory.turn import Turn
         from reference_memory.updater import (
             OpsUpdater,
@@ -205,7 +207,7 @@ def updater_case(summary: str, check: Callable[[str, list[Any]], bool]) -> Calla
         job = UpdateInput(file=PROJECT_FILE, turn=Turn(), summary=summary)
         answer = await model.chat(OpsUpdater().messages(job), schema=ops_schema(), max_tokens=1024)
         ops = parse_answer(json.loads(answer.content or ""))
-        return check(check_batch(PROJECT_FILE, ops), ops)
+        return check(check_batch(PROJECT_FILE, ops), ops), answer.content or ""
 
     return run
 
@@ -215,19 +217,20 @@ def section_of(text: str, heading: str) -> str:
     return after.split("\n## ", 1)[0].lower()
 
 
-def safety_case(line: str, expected: str) -> Callable[..., Awaitable[bool]]:
-    async def run(model: LocalModel) -> bool:
+def safety_case(line: str, expected: str) -> Callable[..., Awaitable[Outcome]]:
+    async def run(model: LocalModel) -> Outcome:
         from reference_memory.safety import VERDICT_SCHEMA, ClassifierSafety
 
         answer = await model.chat(
             ClassifierSafety().messages(line), schema=VERDICT_SCHEMA, max_tokens=120
         )
-        return bool(json.loads(answer.content or "{}").get("verdict") == expected)
+        verdict = json.loads(answer.content or "{}").get("verdict")
+        return verdict == expected, answer.content or ""
 
     return run
 
 
-async def compactor_case(model: LocalModel) -> bool:
+async def compactor_case(model: LocalModel) -> Outcome:
     """Right: under the 7,000 trigger, six headings intact, every number of a [user] line kept."""
     from reference_memory.compaction import Compactor
     from reference_memory.document import missing_sections, user_lines
@@ -237,11 +240,15 @@ async def compactor_case(model: LocalModel) -> bool:
     after = (answer.content or "").strip()
     numbers = {n for line in user_lines(before) for n in re.findall(r"\d+", line)}
     kept = all(re.search(rf"\b{n}\b", after) for n in numbers)
-    return len(after) < 7_000 and not missing_sections(after) and kept
+    ok = len(after) < 7_000 and not missing_sections(after) and kept
+    return (
+        ok,
+        f"{len(after)} chars, sections {missing_sections(after) or 'ok'}, numbers kept {kept}",
+    )
 
 
-def agent_case(question: str, check: Callable[[Any], bool]) -> Callable[..., Awaitable[bool]]:
-    async def run(model: LocalModel) -> bool:
+def agent_case(question: str, check: Callable[[Any], bool]) -> Callable[..., Awaitable[Outcome]]:
+    async def run(model: LocalModel) -> Outcome:
         memory = PROJECT_FILE.replace(
             "## Goals\n### legal-rag accuracy\n",
             "## Goals\n### legal-rag accuracy\n- v2 scored 0.648 against the 0.90 target\n",
@@ -249,13 +256,14 @@ def agent_case(question: str, check: Callable[[Any], bool]) -> Callable[..., Awa
             "## Conventions\n", "## Conventions\n- [user] Datasets must have exactly 70 rows\n"
         )
         answer = await model.chat(agent_messages(memory, question), tools=TOOLS, max_tokens=256)
-        return check(answer)
+        said = answer.content or json.dumps([[c.name, c.arguments] for c in answer.tool_calls])
+        return check(answer), said
 
     return run
 
 
-def judge_case(answer: str, criterion: str, expected: str) -> Callable[..., Awaitable[bool]]:
-    async def run(model: LocalModel) -> bool:
+def judge_case(answer: str, criterion: str, expected: str) -> Callable[..., Awaitable[Outcome]]:
+    async def run(model: LocalModel) -> Outcome:
         from memeval.grading.judge import JUDGE_SCHEMA, question_request
         from memeval.log import TurnRecord
 
@@ -273,7 +281,8 @@ def judge_case(answer: str, criterion: str, expected: str) -> Callable[..., Awai
         )
         request = question_request(record, criterion)
         reply = await model.chat(request.messages, schema=JUDGE_SCHEMA, max_tokens=200)
-        return bool(json.loads(reply.content or "{}").get("verdict") == expected)
+        verdict = json.loads(reply.content or "{}").get("verdict")
+        return verdict == expected, reply.content or ""
 
     return run
 
@@ -412,12 +421,13 @@ async def roles(name: str) -> dict[str, tuple[int, int, float]]:
         right, started = 0, time.perf_counter()
         for label, case in cases:
             try:
-                ok = await case(model)
+                ok, said = await case(model)
             except Exception as exc:  # a failed call is a wrong answer, and is shown
                 print(f"  {name} {role} {label}: error {type(exc).__name__}: {exc}")
-                ok = False
+                ok, said = False, ""
             right += ok
-            print(f"  {name} {role} {label}: {'right' if ok else 'wrong'}", flush=True)
+            verdict = "right" if ok else f"wrong: {' '.join(said.split())[:300]}"
+            print(f"  {name} {role} {label}: {verdict}", flush=True)
         out[role] = (right, len(cases), (time.perf_counter() - started) / len(cases))
     return out
 
