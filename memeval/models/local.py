@@ -42,8 +42,9 @@ _worker = ThreadPoolExecutor(1, thread_name_prefix="llama")
 class _Engine:
     """One loaded model file: the Llama instance, its chat template and its state cache."""
 
-    def __init__(self, info: LocalModelInfo) -> None:
+    def __init__(self, info: LocalModelInfo, **llama_options: Any) -> None:
         self.info = info
+        self.llama_options = llama_options  # extra Llama() arguments (benchmarks try variants)
         self.path: Path | None = None
         self.load_s = 0.0
         self._llama: Any = None
@@ -64,6 +65,7 @@ class _Engine:
             n_threads_batch=N_THREADS,
             seed=SEED,
             verbose=False,
+            **self.llama_options,
         )
         template = llama.metadata.get("tokenizer.chat_template")
         if not template:
