@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from reference_memory.cascade import CascadeUpdater
 from reference_memory.safety import ClassifierSafety, SafetyStrategy
+from reference_memory.safety_checklist import ChecklistSafety
 from reference_memory.updater import OpsUpdater, UpdaterStrategy
 
 UPDATERS: dict[str, Callable[[], UpdaterStrategy]] = {
     "ops": OpsUpdater,
     "ops-constrained": lambda: OpsUpdater(constrain_anchors=True),
+    "cascade": CascadeUpdater,
 }
 SAFETY: dict[str, Callable[[], SafetyStrategy]] = {
     "classifier": ClassifierSafety,
+    "checklist": ChecklistSafety,
 }
 
 

@@ -1,0 +1,269 @@
+"""The `cascade` updater, for small models: tiny constrained questions; code writes the ops.
+
+Per user sentence: what is it (a request, a question, chat, or a fact of one of six kinds)? ->
+the fact as one line. Per sentence of the assistant's own replies: live numbers, its own
+action, an example, or progress / finding / asset? -> the fact. Naming the kinds of sentence
+never kept, rather than asking yes/no, is what stops small models answering "keep" to
+everything (measured: the 1.5B model said yes to requests in a yes/no form). Tool results are never
+shown to the model, so text planted in them cannot reach it; what tools discovered arrives
+through the assistant's statements of it (and then through the safety gate like every op).
+Near an existing line the model is asked same / update / different, so a changed value
+replaces its old line and a repeated fact is not added twice. All questions share one growing
+chat after a static instruction, so a prefix cache serves every call. (MEASUREMENTS.md.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reference_memory.calls import Caller, ModelCallError
+from reference_memory.cascade_place import Fact, Plan, bullets, duplicate_of, related, section_lines
+from reference_memory.cascade_text import (
+    clean_fact,
+    faithful,
+    first_person,
+    numbers,
+    refetchable,
+    sentences,
+    word_count,
+)
+from reference_memory.edits import EditOp
+from reference_memory.model import Message
+from reference_memory.report import Attempt, UpdateReport
+from reference_memory.safety_rules import reports_injection
+from reference_memory.templates import render
+from reference_memory.updater import UpdateInput, UpdaterGaveUp
+
+USER_KINDS = {
+    "profile": "User Profile",
+    "goal": "Goals",
+    "project": "Projects",
+    "asset": "Assets",
+    "rule": "Conventions",
+    "correction": "Interaction corrections",
+}
+ASSISTANT_KINDS = {"progress": "Goals", "finding": "Projects", "asset": "Assets"}
+USER_CHOICES = ("request", "question", "chat", *USER_KINDS)
+"""What a user sentence is: the first three are never kept; the rest name the fact's section."""
+ASSISTANT_CHOICES = ("live", "action", "example", *ASSISTANT_KINDS)
+"""What a sentence of the assistant is: live numbers, its own actions and single examples are
+never kept ("progress" is offered only when the file has a goal to measure against)."""
+RELATIONS = ("same", "update", "different")
+FACT_CHARS = 200
+
+
+def _choice(field: str, values: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {field: {"type": "string", "enum": list(values)}},
+        "required": [field],
+        "additionalProperties": False,
+    }
+
+
+USER_SCHEMA = _choice("kind", USER_CHOICES)
+FACT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"fact": {"type": "string", "minLength": 3, "maxLength": FACT_CHARS}},
+    "required": ["fact"],
+    "additionalProperties": False,
+}
+
+
+class _Budget(Exception):
+    """The per-turn question budget ran out."""
+
+
+class _Chat:
+    """One growing conversation: static instruction, then question/answer pairs."""
+
+    def __init__(self, caller: Caller, role: str, budget: int, limit: int) -> None:
+        self.caller, self.role, self.budget, self.limit = caller, role, budget, limit
+        self.system: Message = {"role": "system", "content": render("cascade_system")}
+        self.messages: list[Message] = [self.system]
+        self.pending = ""  # the message being asked about, sent with the next question
+        self.asked = self.answered = 0
+        self.failures: list[str] = []
+
+    def show(self, intro: str) -> None:
+        """Start on a new message; a chat grown past `limit` characters starts over."""
+        if sum(len(str(m["content"])) for m in self.messages) > self.limit:
+            self.messages = [self.system]
+        self.pending = intro
+
+    async def ask(self, prompt: str, schema: Mapping[str, Any], field: str) -> str:
+        """The constrained answer to one question; ModelCallError if it fails or is off-schema."""
+        if self.asked >= self.budget:
+            raise _Budget
+        self.asked += 1
+        content = f"{self.pending}\n\n{prompt}" if self.pending else prompt
+        messages = [*self.messages, {"role": "user", "content": content}]
+        completion, data = await self.caller.json(self.role, messages, schema)
+        value = data.get(field) if isinstance(data, dict) else None
+        allowed = schema["properties"][field].get("enum")
+        if not isinstance(value, str) or (allowed and value.strip().lower() not in allowed):
+            reason = f"no valid {field!r} in {completion.text[:120]!r}"
+            self.caller.report.calls[-1].error = reason
+            raise ModelCallError(self.role, reason, completion.text)
+        self.messages = [*messages, {"role": "assistant", "content": completion.text}]
+        self.pending = ""
+        self.answered += 1
+        return value.strip().lower() if allowed else value
+
+
+class CascadeUpdater:
+    """Questions per sentence; code maps the answers to section, `[user]`, anchor and ops."""
+
+    name = "cascade"
+    uses_summary = False
+    role = "updater"
+
+    def __init__(
+        self, *, max_questions: int = 60, max_sentences: int = 12, chat_chars: int = 12000
+    ) -> None:
+        self.max_questions = max_questions
+        self.max_sentences = max_sentences
+        self.chat_chars = chat_chars
+
+    async def propose(self, job: UpdateInput, caller: Caller, report: UpdateReport) -> list[EditOp]:
+        walk = _Walk(job.file, _Chat(caller, self.role, self.max_questions, self.chat_chars), self)
+        try:
+            await walk.turn(job.turn.messages)
+        except _Budget:
+            walk.log.append(f"stopped: the {self.max_questions}-question budget ran out")
+        ops = walk.plan.ops()
+        chat = walk.chat
+        attempt = Attempt(number=1, raw="\n".join(walk.log + walk.plan.notes))
+        attempt.ops = [op.to_dict() for op in ops]
+        report.attempts.append(attempt)
+        if chat.failures:
+            report.errors.append(
+                f"cascade: {len(chat.failures)} of {chat.asked} questions failed; their "
+                f"sentences were skipped (first: {chat.failures[0]})"
+            )
+        if chat.asked and not chat.answered:
+            attempt.error = f"every cascade question failed (first: {chat.failures[0]})"
+            raise UpdaterGaveUp(attempt.error, answered=False)
+        return ops
+
+
+class _Walk:
+    """One turn's pass over its messages, collecting decisions into a Plan."""
+
+    def __init__(self, file: str, chat: _Chat, config: CascadeUpdater) -> None:
+        self.file, self.chat, self.config = file, chat, config
+        self.plan = Plan(file)
+        self.log: list[str] = []
+
+    async def turn(self, messages: list[Message]) -> None:
+        for message in messages:
+            text = _text(message.get("content"))
+            if not text.strip():
+                continue  # tool calls without text; tool results are never shown
+            if message.get("role") == "user":
+                await self.user(text)
+            elif message.get("role") == "assistant":
+                await self.assistant(text)
+
+    async def user(self, text: str) -> None:
+        self.chat.show(render("cascade_user_message", text=text))
+        for sentence in sentences(text)[: self.config.max_sentences]:
+            if word_count(sentence) < 4 or (sentence.endswith("?") and word_count(sentence) < 12):
+                continue
+            prompt = render("cascade_user_sentence", sentence=sentence)
+            kind = await self._ask(sentence, prompt, USER_SCHEMA)
+            if kind not in USER_KINDS:
+                continue
+            fact = await self._fact(sentence, text)
+            await self._decide(Fact(fact, user=True, section=USER_KINDS[kind]), sentence)
+
+    async def assistant(self, text: str) -> None:
+        self.chat.show(render("cascade_assistant_message", text=text))
+        goals = section_lines(self.file, "Goals") + [
+            f.line for f in self.plan.adds if f.section == "Goals"
+        ]
+        kinds = [k for k in ASSISTANT_CHOICES if goals or k != "progress"]
+        for sentence in sentences(text)[: self.config.max_sentences]:
+            why = _skip_assistant(sentence)
+            if why:
+                self.log.append(f"skip {sentence[:60]!r}: {why}")
+                continue
+            prompt = render("cascade_assistant_sentence", sentence=sentence, goals=goals[-8:])
+            kind = await self._ask(sentence, prompt, _choice("kind", kinds))
+            if kind not in ASSISTANT_KINDS:
+                continue
+            fact = await self._fact(sentence, text)
+            progress = kind == "progress" and bool(numbers(fact))
+            section = ASSISTANT_KINDS["finding" if kind == "progress" and not progress else kind]
+            await self._decide(Fact(fact, user=False, section=section, progress=progress), sentence)
+
+    async def _ask(self, sentence: str, prompt: str, schema: Mapping[str, Any]) -> str:
+        field = next(iter(schema["properties"]))
+        try:
+            answer = await self.chat.ask(prompt, schema, field)
+        except ModelCallError as exc:
+            self.chat.failures.append(f"{field} for {sentence[:40]!r}: {exc.reason}")
+            self.log.append(f"{sentence[:60]!r}: {field} failed: {exc.reason}")
+            return ""
+        if field != "fact":
+            self.log.append(f"{sentence[:60]!r}: {field}={answer}")
+        return answer
+
+    async def _fact(self, sentence: str, source: str) -> str:
+        """The model's one-line fact, or the sentence itself when the model's line invents or
+        changes a number or a name (or is too short to be a fact)."""
+        raw = clean_fact(await self._ask(sentence, render("cascade_fact"), FACT_SCHEMA))
+        if raw and word_count(raw) >= 3 and faithful(raw, source):
+            self.log.append(f"  fact: {raw!r}")
+            return raw
+        fallback = clean_fact(sentence)
+        self.log.append(f"  fact: {fallback!r} (the sentence; model wrote {raw!r})")
+        return fallback
+
+    async def _decide(self, fact: Fact, sentence: str) -> None:
+        """Drop re-fetchable data and duplicates; replace a line whose value changed; else add."""
+        found = refetchable(fact.text)
+        if found:
+            self.log.append(f"  drop: re-fetchable data {found!r}")
+            return
+        seen = duplicate_of(fact.text, bullets(self.file) + self.plan.lines())
+        if seen is not None:
+            self.log.append(f"  drop: already in memory as {seen!r}")
+            return
+        replaced = {old for old, _ in self.plan.replaces}
+        for line in related(fact.text, self.file):
+            if line in replaced:
+                continue
+            prompt = render("cascade_compare", line=line, fact=fact.line)
+            relation = await self._ask(sentence, prompt, _choice("relation", RELATIONS))
+            if relation == "same":
+                self.log.append(f"  drop: same as {line!r}")
+                return
+            if relation == "update":
+                self.log.append(f"  replace {line!r}")
+                self.plan.replaces.append((line, fact))
+                return
+        self.plan.adds.append(fact)
+        self.log.append(
+            f"  add under {fact.section}" + (" (goal progress)" if fact.progress else "")
+        )
+
+
+def _skip_assistant(sentence: str) -> str:
+    """Why a sentence of the assistant is not asked about ("" when it is)."""
+    if word_count(sentence) < 5:
+        return "too short"
+    if first_person(sentence):
+        return "about what the assistant did or chose"
+    if reports_injection(sentence):
+        return "reports text planted for an AI"
+    return ""
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return ""

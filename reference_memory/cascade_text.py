@@ -1,0 +1,214 @@
+"""Text helpers for the `cascade` updater: sentences, word overlap, and the checks code can make
+on a fact better than a small model can (re-fetchable data, invented numbers and names).
+"""
+
+from __future__ import annotations
+
+import re
+
+_SPLIT = re.compile(
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bapprox\.)(?<![A-Z][a-z]\.)"
+    r"(?<=[.!?])\s+(?=\S)|\n+\s*(?:[-*•]\s+)?"
+)
+_WORD = re.compile(r"[a-z0-9@#$][a-z0-9._%@#/+-]*[a-z0-9%]|[a-z0-9]", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?%?")
+_NAME = re.compile(r"\b\w+(?:[-_.#/]\w+)+\b|#\d+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "so",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "we",
+        "our",
+        "us",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "he",
+        "she",
+        "they",
+        "them",
+        "their",
+        "his",
+        "her",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "will",
+        "would",
+        "should",
+        "shall",
+        "can",
+        "could",
+        "may",
+        "might",
+        "must",
+        "not",
+        "no",
+        "yes",
+        "just",
+        "only",
+        "also",
+        "very",
+        "really",
+        "now",
+        "then",
+        "than",
+        "too",
+        "about",
+        "into",
+        "over",
+        "under",
+        "up",
+        "out",
+        "off",
+        "all",
+        "any",
+        "each",
+        "every",
+        "some",
+        "more",
+        "most",
+        "other",
+        "such",
+        "own",
+        "same",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "let",
+        "lets",
+        "let's",
+        "please",
+        "ok",
+        "okay",
+        "thanks",
+        "thank",
+        "hi",
+        "hello",
+        "hey",
+    ]
+)
+_REFETCHABLE = re.compile(
+    r"\b[0-9a-f]{12,}\b"  # span, trace and hash ids
+    r"|\b[a-z]{1,6}_(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{6,}\b"  # prefixed ids: ds_Q7x2LmP9aR4k
+    r"|==|!=|\battributes\[|\bnow\(\)|\binterval '"  # filter expressions
+    r"|\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}",  # timestamps
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"^\W*(?:I|I'(?:ve|ll|m|d)|I\s+\w+|My|Me)\b")
+_LEAD = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[user\]\s*)?", re.IGNORECASE)
+
+
+def sentences(text: str) -> list[str]:
+    """The text cut into sentences (and lines); blank pieces dropped."""
+    return [piece.strip() for piece in _SPLIT.split(text or "") if piece and piece.strip()]
+
+
+def words(text: str) -> list[str]:
+    """Lower-case content words, plural `s` dropped, so "Datasets" and "dataset" meet."""
+    out: list[str] = []
+    for token in _WORD.findall(text.lower()):
+        token = token.strip(".")
+        if token in _STOP or not token:
+            continue
+        if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+            token = token[:-1]
+        out.append(token)
+    return out
+
+
+def overlap(new: str, old: str) -> tuple[int, float]:
+    """(shared content words, share of `new`'s words found in `old`)."""
+    a, b = set(words(new)), set(words(old))
+    if not a:
+        return 0, 0.0
+    shared = len(a & b)
+    return shared, shared / len(a)
+
+
+def numbers(text: str) -> set[str]:
+    """Every number in the text, thousands separators removed (0.90 and 0.9 stay distinct)."""
+    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+
+
+def names(text: str) -> set[str]:
+    """Compound names a model might invent or mangle: gpt-4.1, legal-golden-120, PR #4812."""
+    return {n.lower() for n in _NAME.findall(text)}
+
+
+def refetchable(text: str) -> str | None:
+    """The first raw ID, filter expression or timestamp in the text (memory leaves these to
+    tools), or None."""
+    found = _REFETCHABLE.search(text)
+    return found.group(0) if found else None
+
+
+def first_person(sentence: str) -> bool:
+    """True when the assistant talks about what it did or chose ("I mapped...", "I used...")."""
+    return bool(_FIRST_PERSON.match(sentence))
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def clean_fact(text: str, limit: int = 240) -> str:
+    """One line of fact text: no bullet, no tag, no line breaks, trimmed to `limit`."""
+    line = " ".join(str(text).split())
+    line = _LEAD.sub("", line).strip().strip('"').strip()
+    if len(line) > limit:
+        line = line[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return line
+
+
+def faithful(fact: str, source: str) -> bool:
+    """True when every number and compound name in `fact` also occurs in `source`: a small
+    model that rewrites a sentence must not invent or change a value."""
+    source_names = names(source)
+    source_lower = source.lower()
+    if not numbers(fact) <= numbers(source):
+        return False
+    return all(name in source_names or name in source_lower for name in names(fact))
