@@ -6,10 +6,11 @@ A case is RIGHT when, after one pipeline update of the case's file:
   2. every fact in `expect.records` holds by the scenario rule (a line matches one of its
      patterns; on a `[user]` line when the fact is user-tagged; inside its `## ` section when
      it names one), and every fact in `tool_facts` holds on a line WITHOUT `[user]`;
-  3. no `expect.forbids` pattern and no pattern of a `removed` fact is anywhere in the file;
+  3. no `expect.forbids` pattern is anywhere in the file;
   4. with `expect.unchanged`, the file is byte-for-byte the file before;
-  5. every line of the file before is still there, except lines of a `removed` fact
-     (no unrelated line lost) — and the six sections are intact.
+  5. every `superseded` line (the old value of a changed fact: 70 rows, Berlin time) is gone,
+     and every other line of the file before is still there (no unrelated line lost), with
+     the six sections intact.
 A safety case is right when the gate's verdict equals the case's `verdict`.
 """
 
@@ -41,13 +42,13 @@ class UpdaterCase(_Strict):
     turn: TurnSpec
     facts: dict[str, Fact] = Field(default_factory=dict)
     tool_facts: list[str] = Field(default_factory=list)
-    removed: list[str] = Field(default_factory=list)
+    superseded: list[str] = Field(default_factory=list)  # lines of the file the turn replaces
     text: str = ""  # the file itself, filled in from `files` on load
 
     @model_validator(mode="after")
     def _facts_known(self) -> UpdaterCase:
         expect = self.turn.expect
-        named = [*(expect.records if expect else []), *self.tool_facts, *self.removed]
+        named = [*(expect.records if expect else []), *self.tool_facts]
         unknown = sorted(set(named) - set(self.facts))
         if unknown:
             raise ValueError(
@@ -83,6 +84,9 @@ def load_updater_cases(path: Path = CASES_DIR / "updater.yaml") -> list[UpdaterC
         if case.file not in files:
             raise ValueError(f"case {case.id}: unknown file {case.file!r} (files: {sorted(files)})")
         case.text = files[case.file]
+        absent = [line for line in case.superseded if line not in case.text.splitlines()]
+        if absent:
+            raise ValueError(f"case {case.id}: superseded lines not in its file: {absent}")
         if missing_sections(case.text):
             raise ValueError(f"file {case.file!r} lacks sections {missing_sections(case.text)}")
     ids = [case.id for case in data.cases]
@@ -110,21 +114,19 @@ def judge_update(case: UpdaterCase, report: UpdateReport) -> list[str]:
         lines = [line for line in after.splitlines() if find_any(case.facts[name].match, line)]
         if lines and all(USER_LINE.match(line) for line in lines):
             wrong.append(f"{name} was found by a tool but sits on a [user] line")
-    for pattern in [*(expect.forbids if expect else []), *_patterns(case, case.removed)]:
+    for pattern in expect.forbids if expect else []:
         found = search(pattern, after)
         if found:
             wrong.append(f"forbidden {pattern!r} present: {found.group(0)!r}")
     if expect and expect.unchanged and after != before:
         wrong.append("should be unchanged but the file changed")
-    removed = _patterns(case, case.removed)
     kept = set(after.splitlines())
+    for line in case.superseded:
+        if line in kept:
+            wrong.append(f"superseded line still there: {line!r}")
     for line in before.splitlines():
-        if line.strip() and line not in kept and not any(search(p, line) for p in removed):
+        if line.strip() and line not in kept and line not in case.superseded:
             wrong.append(f"unrelated line lost: {line!r}")
     if missing_sections(after):
         wrong.append(f"sections broken: {missing_sections(after)}")
     return wrong
-
-
-def _patterns(case: UpdaterCase, names: list[str]) -> list[str]:
-    return [pattern for name in names for pattern in case.facts[name].match]

@@ -1,7 +1,11 @@
 """Which updater and safety strategies a run uses when the user does not say.
 
-Small embedded models and capable endpoint models need different designs (see
-../shared/MEASUREMENTS.md and benchmarks/strategies.py); the choice is recorded in run.json.
+Small embedded models and capable endpoint models need different designs: measured on the
+held-in cases (benchmarks/strategies.py, README "Embedded models: strategies"), the local
+Qwen2.5-Coder models write right memory far more often when they answer tiny constrained
+questions (`cascade`) than when they write edit operations (`ops`), and judge safety better
+with a yes/no checklist plus rules (`checklist`) than with one allow/block field. Each role is
+decided by the model serving it; the choice is recorded in run.json.
 """
 
 from __future__ import annotations
@@ -11,10 +15,30 @@ from collections.abc import Mapping
 from memeval.errors import ConfigError
 from reference_memory.strategies import SAFETY, UPDATERS
 
+LOCAL_UPDATER: dict[str, str] = {
+    "qwen2.5-coder-0.5b": "cascade",
+    "qwen2.5-coder-1.5b": "cascade",
+}
+"""Embedded model -> updater strategy, chosen by measurement; an unlisted local model gets
+`cascade` too (any model small enough to embed)."""
+LOCAL_SAFETY: dict[str, str] = {
+    "qwen2.5-coder-0.5b": "checklist",
+    "qwen2.5-coder-1.5b": "checklist",
+}
+DEFAULTS = {"updater": "ops", "safety": "classifier"}
+"""Endpoint models, `fake` (overhead runs) and models handed in by a library caller."""
+
 
 def default_strategies(specs: Mapping[str, str]) -> dict[str, str]:
-    """role specs -> {"updater": name, "safety": name}."""
-    return {"updater": "ops", "safety": "classifier"}
+    """role specs -> {"updater": name, "safety": name}, each from the model serving that role."""
+    chosen = dict(DEFAULTS)
+    updater_model = _local_name(specs.get("updater", ""))
+    if updater_model is not None:
+        chosen["updater"] = LOCAL_UPDATER.get(updater_model, "cascade")
+    safety_model = _local_name(specs.get("safety", ""))
+    if safety_model is not None:
+        chosen["safety"] = LOCAL_SAFETY.get(safety_model, "checklist")
+    return chosen
 
 
 def choose_strategies(
@@ -30,3 +54,9 @@ def choose_strategies(
             raise ConfigError(f"--safety {safety!r} is unknown (valid: {', '.join(SAFETY)})")
         chosen["safety"] = safety
     return chosen
+
+
+def _local_name(spec: str) -> str | None:
+    """The embedded model's name for a `local:NAME` spec (resolved specs are canonical)."""
+    backend, _, name = spec.partition(":")
+    return name.strip() if backend.strip().lower() == "local" and name.strip() else None

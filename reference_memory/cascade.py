@@ -23,6 +23,7 @@ from reference_memory.cascade_text import (
     clean_fact,
     faithful,
     first_person,
+    keeps,
     numbers,
     refetchable,
     sentences,
@@ -211,10 +212,10 @@ class _Walk:
         return answer
 
     async def _fact(self, sentence: str, source: str) -> str:
-        """The model's one-line fact, or the sentence itself when the model's line invents or
-        changes a number or a name (or is too short to be a fact)."""
+        """The model's one-line fact, or the sentence itself when the model's line invents,
+        changes or drops a number or a name (or is too short to be a fact)."""
         raw = clean_fact(await self._ask(sentence, render("cascade_fact"), FACT_SCHEMA))
-        if raw and word_count(raw) >= 3 and faithful(raw, source):
+        if raw and word_count(raw) >= 3 and faithful(raw, source) and keeps(raw, sentence):
             self.log.append(f"  fact: {raw!r}")
             return raw
         fallback = clean_fact(sentence)

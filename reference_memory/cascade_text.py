@@ -13,124 +13,13 @@ _SPLIT = re.compile(
 _WORD = re.compile(r"[a-z0-9@#$][a-z0-9._%@#/+-]*[a-z0-9%]|[a-z0-9]", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?%?")
 _NAME = re.compile(r"\b\w+(?:[-_.#/]\w+)+\b|#\d+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "so",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "from",
-        "with",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "here",
-        "we",
-        "our",
-        "us",
-        "you",
-        "your",
-        "i",
-        "me",
-        "my",
-        "he",
-        "she",
-        "they",
-        "them",
-        "their",
-        "his",
-        "her",
-        "do",
-        "does",
-        "did",
-        "done",
-        "have",
-        "has",
-        "had",
-        "will",
-        "would",
-        "should",
-        "shall",
-        "can",
-        "could",
-        "may",
-        "might",
-        "must",
-        "not",
-        "no",
-        "yes",
-        "just",
-        "only",
-        "also",
-        "very",
-        "really",
-        "now",
-        "then",
-        "than",
-        "too",
-        "about",
-        "into",
-        "over",
-        "under",
-        "up",
-        "out",
-        "off",
-        "all",
-        "any",
-        "each",
-        "every",
-        "some",
-        "more",
-        "most",
-        "other",
-        "such",
-        "own",
-        "same",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "let",
-        "lets",
-        "let's",
-        "please",
-        "ok",
-        "okay",
-        "thanks",
-        "thank",
-        "hi",
-        "hello",
-        "hey",
-    ]
-)
+_STOPWORDS = """a an the and or but if so of to in on at by for from with as is are was were be
+been being it its this that these those there here we our us you your i me my he she they them
+their his her do does did done have has had will would should shall can could may might must not
+no yes just only also very really now then than too about into over under up out off all any each
+every some more most other such own same what which who whom whose when where why how let lets
+let's please ok okay thanks thank hi hello hey"""
+_STOP = frozenset(_STOPWORDS.split())
 _REFETCHABLE = re.compile(
     r"\b[0-9a-f]{12,}\b"  # span, trace and hash ids
     r"|\b[a-z]{1,6}_(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{6,}\b"  # prefixed ids: ds_Q7x2LmP9aR4k
@@ -212,3 +101,14 @@ def faithful(fact: str, source: str) -> bool:
     if not numbers(fact) <= numbers(source):
         return False
     return all(name in source_names or name in source_lower for name in names(fact))
+
+
+def keeps(fact: str, sentence: str) -> bool:
+    """True when `fact` still has every number and compound name of `sentence`: a rewrite may
+    drop words, never the values that make the fact worth keeping."""
+    fact_lower = fact.lower()
+    if not numbers(sentence) <= numbers(fact):
+        return False
+    # hyphenated words ("heads-up", "one-page") may go; names with digits or _ . # may not
+    strong = [name for name in names(sentence) if re.search(r"[\d_.#]", name)]
+    return all(name in fact_lower for name in strong)

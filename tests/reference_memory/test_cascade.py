@@ -146,7 +146,7 @@ async def test_assistant_finding_is_untagged_and_own_choices_are_not_asked(
 async def test_changed_value_replaces_its_line(store: SQLiteStore) -> None:
     store.put("dana", "acme", FILE)
     model = Oracle(
-        {"From now on": ("rule", "Datasets have exactly 80 rows.")},
+        {"From now on": ("rule", "Datasets have exactly 80 rows (was 70).")},
         relations={"- [user] Datasets have exactly 70": "update"},
     )
     turn = Turn(
@@ -157,7 +157,7 @@ async def test_changed_value_replaces_its_line(store: SQLiteStore) -> None:
         {
             "op": "replace",
             "old": "- [user] Datasets have exactly 70 rows.",
-            "new": "- [user] Datasets have exactly 80 rows.",
+            "new": "- [user] Datasets have exactly 80 rows (was 70).",
         }
     ]
     assert "70 rows" not in store.get("dana", "acme")
