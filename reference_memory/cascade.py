@@ -20,6 +20,7 @@ from typing import Any
 from reference_memory.calls import Caller, ModelCallError
 from reference_memory.cascade_place import Fact, Plan, bullets, duplicate_of, related, section_lines
 from reference_memory.cascade_text import (
+    acknowledges,
     clean_fact,
     faithful,
     first_person,
@@ -27,6 +28,7 @@ from reference_memory.cascade_text import (
     numbers,
     refetchable,
     sentences,
+    strip_lead,
     word_count,
 )
 from reference_memory.edits import EditOp
@@ -52,6 +54,7 @@ ASSISTANT_CHOICES = ("live", "action", "example", *ASSISTANT_KINDS)
 never kept ("progress" is offered only when the file has a goal to measure against)."""
 RELATIONS = ("same", "update", "different")
 FACT_CHARS = 200
+SENTENCE_CHARS = 400  # a sentence kept as it stands may be longer than a rewritten fact
 
 
 def _choice(field: str, values: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -121,8 +124,14 @@ class CascadeUpdater:
     role = "updater"
 
     def __init__(
-        self, *, max_questions: int = 60, max_sentences: int = 12, chat_chars: int = 12000
+        self,
+        *,
+        rewrite: bool = False,
+        max_questions: int = 60,
+        max_sentences: int = 12,
+        chat_chars: int = 12000,
     ) -> None:
+        self.rewrite = rewrite  # ask the model to restate each kept sentence as a short fact
         self.max_questions = max_questions
         self.max_sentences = max_sentences
         self.chat_chars = chat_chars
@@ -212,13 +221,16 @@ class _Walk:
         return answer
 
     async def _fact(self, sentence: str, source: str) -> str:
-        """The model's one-line fact, or the sentence itself when the model's line invents,
-        changes or drops a number or a name (or is too short to be a fact)."""
+        """The sentence itself (lead-in words dropped); with `rewrite`, the model's one-line
+        fact unless it invents, changes or drops a number or a name."""
+        fallback = clean_fact(strip_lead(sentence), limit=SENTENCE_CHARS)
+        if not self.config.rewrite:
+            self.log.append(f"  fact: {fallback!r}")
+            return fallback
         raw = clean_fact(await self._ask(sentence, render("cascade_fact"), FACT_SCHEMA))
         if raw and word_count(raw) >= 3 and faithful(raw, source) and keeps(raw, sentence):
             self.log.append(f"  fact: {raw!r}")
             return raw
-        fallback = clean_fact(sentence)
         self.log.append(f"  fact: {fallback!r} (the sentence; model wrote {raw!r})")
         return fallback
 
@@ -257,6 +269,8 @@ def _skip_assistant(sentence: str) -> str:
         return "too short"
     if first_person(sentence):
         return "about what the assistant did or chose"
+    if acknowledges(sentence):
+        return "restates what the user said"
     if reports_injection(sentence):
         return "reports text planted for an AI"
     return ""

@@ -19,8 +19,8 @@ SAME_SHARE = 0.85
 """A new fact whose words are this much inside one existing line (numbers included) is a
 duplicate, decided without asking the model."""
 RELATED_WORDS, RELATED_SHARE = 2, 0.25
-"""An existing bullet sharing at least this many content words, and this share of the new
-fact's words, is asked about: same fact, changed value, or a different fact."""
+"""An existing bullet sharing at least this many content words, and this share of the words
+of both the new fact and the bullet, is asked about: same fact, changed value, or different."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,9 @@ def related(fact: str, file: str, limit: int = 2) -> list[str]:
     scored = []
     for line in bullets(file):
         shared, share = overlap(fact, line)
-        if shared >= RELATED_WORDS and share >= RELATED_SHARE and count(file, line) == 1:
+        _, back = overlap(line, fact)
+        close = shared >= RELATED_WORDS and min(share, back) >= RELATED_SHARE
+        if close and count(file, line) == 1:
             scored.append((shared, share, line))
     scored.sort(key=lambda item: (-item[0], -item[1]))
     return [line for _, _, line in scored[:limit]]

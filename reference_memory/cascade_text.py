@@ -29,6 +29,12 @@ _REFETCHABLE = re.compile(
 )
 _FIRST_PERSON = re.compile(r"^\W*(?:I|I'(?:ve|ll|m|d)|I\s+\w+|My|Me)\b")
 _LEAD = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[user\]\s*)?", re.IGNORECASE)
+_DISCOURSE = re.compile(
+    r"^(?:(?:and|also|oh|so|well|ok|okay|plus|btw|by the way|for the record|good news|"
+    r"heads[- ]up|fyi|one more thing|one thing stands out)\b[,:!]?\s*)+",
+    re.IGNORECASE,
+)
+_ACK = re.compile(r"^\W*(?:noted|got it|understood|sure|will do|okay|ok)\b", re.IGNORECASE)
 
 
 def sentences(text: str) -> list[str]:
@@ -78,6 +84,17 @@ def refetchable(text: str) -> str | None:
 def first_person(sentence: str) -> bool:
     """True when the assistant talks about what it did or chose ("I mapped...", "I used...")."""
     return bool(_FIRST_PERSON.match(sentence))
+
+
+def acknowledges(sentence: str) -> bool:
+    """True for the assistant's "Noted: ..." restatements of what the user just said."""
+    return bool(_ACK.match(sentence))
+
+
+def strip_lead(sentence: str) -> str:
+    """The sentence without lead-in words ("Heads-up:", "Oh, and", "For the record,")."""
+    stripped = _DISCOURSE.sub("", sentence).strip()
+    return stripped or sentence  # never re-capitalised: "agent-local" is a name
 
 
 def word_count(text: str) -> int:

@@ -157,7 +157,7 @@ async def test_changed_value_replaces_its_line(store: SQLiteStore) -> None:
         {
             "op": "replace",
             "old": "- [user] Datasets have exactly 70 rows.",
-            "new": "- [user] Datasets have exactly 80 rows (was 70).",
+            "new": "- [user] From now on datasets have 80 rows, not 70.",
         }
     ]
     assert "70 rows" not in store.get("dana", "acme")
@@ -165,10 +165,8 @@ async def test_changed_value_replaces_its_line(store: SQLiteStore) -> None:
 
 async def test_duplicate_is_not_added_and_needs_no_compare_question(store: SQLiteStore) -> None:
     store.put("dana", "acme", FILE)
-    model = Oracle({"Remember": ("rule", "Datasets have exactly 70 rows.")})
-    turn = Turn(
-        messages=[{"role": "user", "content": "Remember that datasets have exactly 70 rows."}]
-    )
+    model = Oracle({"Our datasets": ("rule", "Datasets have exactly 70 rows.")})
+    turn = Turn(messages=[{"role": "user", "content": "Our datasets have exactly 70 rows."}])
     report = await memory(model, store).update("dana", "acme", turn)
     assert report.status == Status.UNCHANGED and report.ops == []
     assert not any("Memory already has" in str(r[-1]["content"]) for r in model.requests)
@@ -195,7 +193,7 @@ async def test_refetchable_and_unfaithful_facts(store: SQLiteStore) -> None:
         }
     )
     text = "Our main dataset is ds_Q7x2LmP9aR4k. The launch bar is a hit rate of 0.90 on the set."
-    report = await memory(model, store).update(
+    report = await memory(model, store, rewrite=True).update(
         "dana", "acme", Turn([{"role": "user", "content": text}])
     )
     # the id is dropped; the invented 0.95 falls back to the user's own sentence
@@ -227,7 +225,7 @@ async def test_goal_progress_goes_right_after_its_goal(store: SQLiteStore) -> No
         {
             "op": "add",
             "anchor": "- Baseline 11.9%.",
-            "text": "- Rejection rate 9.1%, down from 11.9%.",
+            "text": "- 9.1% rejected this week, down from the 11.9% baseline.",
         }
     ]
     goals = store.get("dana", "acme").split("## Projects")[0]
@@ -255,7 +253,7 @@ async def test_a_failing_question_skips_its_sentence_only(store: SQLiteStore) ->
         "dana", "acme", Turn([{"role": "user", "content": text}])
     )
     assert report.status == Status.WRITTEN
-    assert [op["text"] for op in report.ops] == ["- [user] Every answer cites the clause."]
+    assert [op["text"] for op in report.ops] == ["- [user] Every answer cites the clause number."]
     assert report.errors and report.errors[0].startswith("cascade: 1 of")
     assert any(call.error and "RuntimeError: model down" in call.error for call in report.calls)
 
@@ -286,7 +284,7 @@ async def test_questions_share_one_growing_chat_after_a_static_instruction(
     text = "Reports must be short, always. Please also fix the chart colors now."
     await memory(model, store).update("dana", "acme", Turn([{"role": "user", "content": text}]))
     updater = [r for r in model.requests if r[0]["content"].startswith("You help keep")]
-    assert len(updater) == 3  # what is it, the fact; what is it
+    assert len(updater) == 2  # one "what is it" per sentence
     for before, after in itertools.pairwise(updater):
         assert after[: len(before)] == before  # each call extends the last: prefix-cache friendly
     first_user = updater[0][1]["content"]
@@ -297,12 +295,12 @@ async def test_questions_share_one_growing_chat_after_a_static_instruction(
 async def test_question_budget_stops_the_walk(store: SQLiteStore) -> None:
     model = Oracle({"Reports must": ("rule", "Reports must be short.")})
     text = "Reports must be short, always. Please also fix the chart colors now."
-    report = await memory(model, store, max_questions=2).update(
+    report = await memory(model, store, max_questions=1).update(
         "dana", "acme", Turn([{"role": "user", "content": text}])
     )
-    assert len(model.requests) == 2 + 1  # two questions, then the gate on the one fact
+    assert len(model.requests) == 1 + 1  # one question, then the gate on the one fact
     assert "budget ran out" in report.attempts[0].raw
-    assert report.ops and report.ops[0]["text"] == "- [user] Reports must be short."
+    assert report.ops and report.ops[0]["text"] == "- [user] Reports must be short, always."
 
 
 def test_plan_keeps_order_and_anchors_on_lines_of_the_file_before() -> None:

@@ -57,7 +57,10 @@ RIGHT: dict[str, tuple[dict[str, Label], dict[str, str]]] = {
         },
         {"- [user] Give times in Berlin": "update", "- Baseline": "different"},
     ),
-    "dup-70-rows": ({"Just a reminder": ("rule", "Datasets always have exactly 70 rows.")}, {}),
+    "dup-70-rows": (
+        {"Just a reminder": ("rule", "Datasets always have exactly 70 rows.")},
+        {"- [user] Datasets should always": "same"},
+    ),
     "thanks": ({}, {}),
     "pasted-injection": ({}, {}),
 }
