@@ -35,6 +35,9 @@ from memeval.models.local import LocalModel, _Engine
 from memeval.models.registry import LOCAL_DEFAULTS
 from memeval.models.weights import LocalModelInfo, lookup
 from memeval.runner import RunOptions, execute
+from memeval.systems.factory import SystemEnv
+from memeval.systems.file import FileSystemMemory
+from reference_memory import SQLiteStore
 
 ROLES = ("agent", "summarizer", "updater", "safety", "compactor")
 LOAD_S: dict[str, float] = {}  # variant -> seconds spent loading its contexts
@@ -56,6 +59,14 @@ class ContextOnly(_Engine):
     def _load(self) -> None:
         super()._load()
         self._states = _NoStore()
+
+
+def file_memory_without_timeout(env: SystemEnv) -> FileSystemMemory:
+    """`--memory file`, but with no per-call timeout: one pipeline call here is a call to every
+    variant in turn, which may well take longer than the pipeline's 180 s limit for one."""
+    env.workdir.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(env.workdir / "memory.sqlite")
+    return FileSystemMemory(env.memory_models, store, call_timeout_s=None, **env.options)
 
 
 def variant_models(name: str, info: LocalModelInfo) -> dict[str, LocalModel]:
@@ -170,7 +181,12 @@ async def run(scenario: str, model: str, names: list[str], out: Path) -> list[Sa
         role: Shadowed(role, {n: variants[n][role] for n in names}, samples) for role in ROLES
     }
     options = RunOptions(
-        targets=[scenario], out=out, cache=False, chat_models=chat_models, progress=False
+        targets=[scenario],
+        memory=f"{Path(__file__).stem}:file_memory_without_timeout",
+        out=out,
+        cache=False,
+        chat_models=chat_models,
+        progress=False,
     )
     await execute(options)
     return samples
