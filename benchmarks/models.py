@@ -292,8 +292,12 @@ def _calls(answer: Any) -> list[str]:
 
 
 def _made_70_rows(answer: Any) -> bool:
+    """create_dataset on legal-rag with the 70 rows the [user] convention asks for."""
     return any(
-        c.name == "create_dataset" and c.arguments.get("rows") == 70 for c in answer.tool_calls
+        c.name == "create_dataset"
+        and "legal-rag" in str(c.arguments.get("project"))
+        and c.arguments.get("rows") == 70
+        for c in answer.tool_calls
     )
 
 

@@ -87,6 +87,8 @@ async def run_updater(
         "calls": len(report.calls),
         "ops": report.ops,
         "blocked": report.blocked,
+        "log": [a.raw[:4000] for a in report.attempts],
+        "summary": report.summary,
     }
 
 
