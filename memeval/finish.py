@@ -11,8 +11,9 @@ from rich.console import Console
 from memeval.gate import GateConfig, GateReport, check_gate, gate_table
 from memeval.grading.run import grade_run
 from memeval.junit import write_junit
-from memeval.log import read_run
+from memeval.log import TurnRecord, read_run
 from memeval.models.base import CallRecord
+from memeval.progress import RunProgress
 from memeval.report.render import render_report
 from memeval.results import RunResults
 from memeval.runner import cache_path
@@ -42,6 +43,7 @@ async def finish_run(
     junit: Path | None = None,
     baseline: Path | None = None,
     gate: GateConfig | None = None,
+    progress: bool = False,
 ) -> Finished:
     info = read_run(run_dir)
     phoenix = info.phoenix or {}
@@ -54,13 +56,23 @@ async def finish_run(
         pool = ModelPool(info.models, cache_path() if use_cache else None)
         sink: list[CallRecord] = []
         judge_model = pool.for_unit(["judge"], 0, sink, tracing)["judge"]
+    bar = RunProgress(enabled=progress and judge_model is not None)
+    label = f"judge {judge_model.name}" if judge_model is not None else "judge"
+
+    def judged(record: TurnRecord, done: int, total: int) -> None:
+        if done == 1:
+            bar.add_unit(label, total, 0)
+        bar.turn_done(label, record.session, record.turn, calls=done)
+
     try:
-        results = await grade_run(
-            run_dir,
-            judge_model,
-            judge_writes=judge_writes,
-            judge_scope=lambda record: tracing.under(record.trace_id, record.span_id),
-        )
+        with bar:
+            results = await grade_run(
+                run_dir,
+                judge_model,
+                judge_writes=judge_writes,
+                judge_scope=lambda record: tracing.under(record.trace_id, record.span_id),
+                on_judged=judged,
+            )
     finally:
         if pool is not None:
             pool.close()

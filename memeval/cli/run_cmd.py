@@ -114,6 +114,7 @@ def run_command(
             junit=junit,
             baseline=baseline,
             gate=gate,
+            progress=progress,
         )
     )
     print_summary(done)

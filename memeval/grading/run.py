@@ -58,12 +58,14 @@ async def grade_run(
     apply_ops: ApplyOps | None = None,
     grades: human.GradesFile | None = None,
     judge_scope: Callable[[TurnRecord], AbstractContextManager[Any]] | None = None,
+    on_judged: Callable[[TurnRecord, int, int], None] | None = None,
 ) -> RunResults:
     """Grade every turn of the run; writes verdicts.json unless `save=False`.
 
     `judge_writes` also judges write expectations against their `note`; `rejudge` ignores
     stored judgements. Human grades (`grades`, else the run's `grades.json`) apply last.
-    `judge_scope(record)` wraps each judge call (tracing puts it under the turn's trace).
+    `judge_scope(record)` wraps each judge call (tracing puts it under the turn's trace);
+    `on_judged(record, done, total)` follows each judge call (progress).
     """
     run_dir = Path(run_dir)
     info = read_run(run_dir)
@@ -76,6 +78,7 @@ async def grade_run(
     judge_model = judge.name if judge is not None else (prior.judge_model if prior else None)
     results = RunResults(run_id=info.run_id, graded_at=_now(), judge_model=judge_model)
     pending: list[Awaitable[None]] = []
+    judged: list[TurnRecord] = []
     limit = asyncio.Semaphore(max(1, concurrency))
     by_scenario: dict[str, list[TurnRecord]] = defaultdict(list)
 
@@ -87,6 +90,9 @@ async def grade_run(
             with judge_scope(record) if judge_scope else contextlib.nullcontext():
                 result = await run_judge(judge, request, timeout_s=timeout_s)
         setattr(verdicts, "judge" if target == "question" else "write_judge", result)
+        judged.append(record)
+        if on_judged is not None:
+            on_judged(record, len(judged), len(pending))
 
     for (name, repeat), records in sorted(units.items()):
         records.sort(key=lambda r: r.index)
