@@ -244,8 +244,9 @@ class LocalModel:
             raise
         except Exception as exc:  # llama.cpp failures surface as ModelError for the caller
             raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        text = result["choices"][0]["text"]
-        content, calls = parse_reply(text, bool(tool_list), schema is not None)
+        choice = result["choices"][0]
+        cut_off = choice.get("finish_reason") == "length"
+        content, calls = parse_reply(choice["text"], bool(tool_list), schema is not None, cut_off)
         usage = result.get("usage") or {}
         return ChatResponse(
             content=content,

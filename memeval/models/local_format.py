@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -146,16 +147,27 @@ def _call_option(tool: Mapping[str, Any], strict: bool) -> dict[str, Any]:
     }
 
 
+CUT_OFF = " …[cut off at the token limit]"
+
+
 def parse_reply(
-    text: str, tools_given: bool, schema_given: bool = False
+    text: str, tools_given: bool, schema_given: bool = False, cut_off: bool = False
 ) -> tuple[str | None, list[ToolCall]]:
-    """Split a generated reply into (content, tool calls)."""
+    """Split a generated reply into (content, tool calls).
+
+    `cut_off`: generation stopped at max_tokens. An answer cut off mid-string is kept, marked
+    as cut off (what the model said is still its answer); a cut-off call is an error.
+    """
     if not tools_given:
         return text, []
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ModelError(f"local model: reply is not the JSON asked for: {text[:120]!r}") from exc
+        partial = _partial_answer(text) if cut_off and not schema_given else None
+        if partial is not None:
+            return partial + CUT_OFF, []
+        why = "cut off at the token limit" if cut_off else "not the JSON asked for"
+        raise ModelError(f"local model: reply is {why}: {text[:120]!r}") from exc
     if isinstance(data, dict) and "name" in data and "arguments" in data and len(data) == 2:
         body = json.dumps(data, sort_keys=True)
         # deterministic ids: a re-run must send the same history to hit the response cache
@@ -166,3 +178,20 @@ def parse_reply(
     if isinstance(data, dict) and isinstance(data.get("answer"), str):
         return data["answer"], []
     raise ModelError(f"local model: reply is neither a call nor an answer: {text[:120]!r}")
+
+
+_ANSWER_START = re.compile(r'^\s*\{\s*"answer"\s*:\s*"')
+
+
+def _partial_answer(text: str) -> str | None:
+    """The text of `{"answer": "...` cut off mid-string, or None if it is not that shape."""
+    if not _ANSWER_START.match(text):
+        return None
+    for trim in range(0, 8):  # a cut may split an escape sequence such as \u00e9
+        try:
+            data = json.loads(text[: len(text) - trim] + '"}')
+        except ValueError:
+            continue
+        answer = data.get("answer") if isinstance(data, dict) else None
+        return answer.rstrip() if isinstance(answer, str) else None
+    return None

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memeval.models.base import ModelError
-from memeval.models.local_format import normalize_messages, parse_reply, tools_grammar
+from memeval.models.local_format import CUT_OFF, normalize_messages, parse_reply, tools_grammar
 
 TOOLS = [
     {
@@ -75,3 +75,17 @@ def test_parse_reply() -> None:
 def test_tool_grammar_names_every_tool_and_the_answer() -> None:
     grammar = tools_grammar(TOOLS)
     assert "query_spans" in grammar and "answer" in grammar and "root ::=" in grammar
+
+
+def test_an_answer_cut_off_at_the_token_limit_is_kept_and_marked() -> None:
+    cut = '{"answer": "Map reference to the retrieve_chapters output, then caf\\u00'
+    content, calls = parse_reply(cut, True, cut_off=True)
+    assert calls == []
+    assert content == "Map reference to the retrieve_chapters output, then caf" + CUT_OFF
+    with pytest.raises(ModelError, match="not the JSON"):
+        parse_reply(cut, True)  # not at the limit: a broken reply stays an error
+
+
+def test_a_call_cut_off_at_the_token_limit_is_an_error() -> None:
+    with pytest.raises(ModelError, match="cut off at the token limit"):
+        parse_reply('{"name": "query_spans", "arguments": {"proj', True, cut_off=True)
