@@ -3,6 +3,7 @@ write JUnit XML and compare with a baseline. Reads only the saved run directory.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,10 +59,11 @@ async def finish_run(
         judge_model = pool.for_unit(["judge"], 0, sink, tracing)["judge"]
     bar = RunProgress(enabled=progress and judge_model is not None)
     label = f"judge {judge_model.name}" if judge_model is not None else "judge"
+    started = time.monotonic()
 
     def judged(record: TurnRecord, done: int, total: int) -> None:
         if done == 1:
-            bar.add_unit(label, total, 0)
+            bar.add_unit(label, total, 0, started)
         bar.turn_done(label, record.session, record.turn, calls=done)
 
     try:

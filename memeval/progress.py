@@ -53,11 +53,14 @@ class RunProgress:
     ) -> None:
         self._progress.__exit__(exc_type, exc, tb)
 
-    def add_unit(self, unit: str, total_turns: int, done: int) -> None:
+    def add_unit(
+        self, unit: str, total_turns: int, done: int, started: float | None = None
+    ) -> None:
+        """`started`: time.monotonic() when its work began (default: now)."""
         self._tasks[unit] = self._progress.add_task(
             unit, total=total_turns, completed=done, where="", calls=0
         )
-        self._counts[unit] = [done, total_turns, done, time.monotonic()]
+        self._counts[unit] = [done, total_turns, done, started or time.monotonic()]
 
     def turn_done(self, unit: str, session: str, turn: str, calls: int) -> None:
         self._progress.update(
