@@ -1,34 +1,48 @@
 """The `cascade` updater, for small models: tiny constrained questions; code writes the ops.
 
-Per user sentence: what is it (a request, a question, chat, or a fact of one of six kinds)? ->
-the fact as one line. Per sentence of the assistant's own replies: live numbers, its own
-action, an example, or progress / finding / asset? -> the fact. Naming the kinds of sentence
-never kept, rather than asking yes/no, is what stops small models answering "keep" to
-everything (measured: the 1.5B model said yes to requests in a yes/no form). Tool results are never
-shown to the model, so text planted in them cannot reach it; what tools discovered arrives
-through the assistant's statements of it (and then through the safety gate like every op).
-Near an existing line the model is asked same / update / different, so a changed value
-replaces its old line and a repeated fact is not added twice. All questions share one growing
-chat after a static instruction, so a prefix cache serves every call. (MEASUREMENTS.md.)
+Per user sentence: what is it (a request, chat, or a fact of one of six kinds)? Per sentence of
+the assistant's own replies: live numbers, its own action, an example, or progress / finding /
+asset? A kept sentence becomes the fact. Naming the kinds never kept, rather than asking yes/no,
+is what stops small models answering "keep" to everything; worked examples after the
+instruction teach the kinds (without them the 1.5B model called nearly every finding an
+"example"); and code settles what wording settles better than a small model: questions and
+requests are never facts, "always / never / from now on" marks a rule, time windows mark live
+numbers, and the assistant repeating the user is not news.
+
+Tool results are never shown to the model, so text planted in them cannot reach it; what tools
+discovered arrives through the assistant's statements of it (and then through the safety gate
+like every op). Near an existing line the model is asked same / update / different, so a
+changed value replaces its old line and a repeated fact is not added twice. All questions share
+one growing chat after the static instruction and examples, so a prefix cache serves every
+call. (MEASUREMENTS.md.)
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from reference_memory.calls import Caller, ModelCallError
 from reference_memory.cascade_place import Fact, Plan, bullets, duplicate_of, related, section_lines
 from reference_memory.cascade_text import (
     acknowledges,
+    asks_now,
     clean_fact,
     faithful,
     first_person,
     keeps,
+    lasting,
+    measures_goal,
+    new_values,
     numbers,
     refetchable,
+    restates,
     sentences,
+    shows_examples,
     strip_lead,
+    time_window,
     word_count,
 )
 from reference_memory.edits import EditOp
@@ -47,12 +61,13 @@ USER_KINDS = {
     "correction": "Interaction corrections",
 }
 ASSISTANT_KINDS = {"progress": "Goals", "finding": "Projects", "asset": "Assets"}
-USER_CHOICES = ("request", "question", "chat", *USER_KINDS)
-"""What a user sentence is: the first three are never kept; the rest name the fact's section."""
+USER_CHOICES = ("request", "chat", *USER_KINDS)
+"""What a user sentence is: the first two are never kept; the rest name the fact's section.
+(Questions are settled by their question mark, never asked about.)"""
 ASSISTANT_CHOICES = ("live", "action", "example", *ASSISTANT_KINDS)
 """What a sentence of the assistant is: live numbers, its own actions and single examples are
 never kept ("progress" is offered only when the file has a goal to measure against)."""
-RELATIONS = ("same", "update", "different")
+RELATIONS = ("different", "same", "update")
 FACT_CHARS = 200
 SENTENCE_CHARS = 400  # a sentence kept as it stands may be longer than a rewritten fact
 
@@ -66,7 +81,6 @@ def _choice(field: str, values: tuple[str, ...] | list[str]) -> dict[str, Any]:
     }
 
 
-USER_SCHEMA = _choice("kind", USER_CHOICES)
 FACT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"fact": {"type": "string", "minLength": 3, "maxLength": FACT_CHARS}},
@@ -84,8 +98,11 @@ class _Chat:
 
     def __init__(self, caller: Caller, role: str, budget: int, limit: int) -> None:
         self.caller, self.role, self.budget, self.limit = caller, role, budget, limit
-        self.system: Message = {"role": "system", "content": render("cascade_system")}
-        self.messages: list[Message] = [self.system]
+        self.start: list[Message] = [
+            {"role": "system", "content": render("cascade_system")},
+            *example_messages(),
+        ]
+        self.messages: list[Message] = list(self.start)
         self.pending = ""  # the message being asked about, sent with the next question
         self.asked = self.answered = 0
         self.failures: list[str] = []
@@ -93,7 +110,7 @@ class _Chat:
     def show(self, intro: str) -> None:
         """Start on a new message; a chat grown past `limit` characters starts over."""
         if sum(len(str(m["content"])) for m in self.messages) > self.limit:
-            self.messages = [self.system]
+            self.messages = list(self.start)
         self.pending = intro
 
     async def ask(self, prompt: str, schema: Mapping[str, Any], field: str) -> str:
@@ -165,6 +182,7 @@ class _Walk:
         self.file, self.chat, self.config = file, chat, config
         self.plan = Plan(file)
         self.log: list[str] = []
+        self.said: list[str] = []  # the user's messages so far this turn
 
     async def turn(self, messages: list[Message]) -> None:
         for message in messages:
@@ -177,12 +195,15 @@ class _Walk:
                 await self.assistant(text)
 
     async def user(self, text: str) -> None:
+        self.said.append(text)
         self.chat.show(render("cascade_user_message", text=text))
         for sentence in sentences(text)[: self.config.max_sentences]:
-            if word_count(sentence) < 4 or (sentence.endswith("?") and word_count(sentence) < 12):
+            kinds = user_kinds(sentence)
+            if isinstance(kinds, str):
+                self.log.append(f"skip {sentence[:60]!r}: {kinds}")
                 continue
-            prompt = render("cascade_user_sentence", sentence=sentence)
-            kind = await self._ask(sentence, prompt, USER_SCHEMA)
+            prompt = render("cascade_user_sentence", sentence=strip_lead(sentence), kinds=kinds)
+            kind = await self._ask(sentence, prompt, _choice("kind", kinds))
             if kind not in USER_KINDS:
                 continue
             fact = await self._fact(sentence, text)
@@ -195,11 +216,13 @@ class _Walk:
         ]
         kinds = [k for k in ASSISTANT_CHOICES if goals or k != "progress"]
         for sentence in sentences(text)[: self.config.max_sentences]:
-            why = _skip_assistant(sentence)
+            why = _skip_assistant(sentence, "\n".join(self.said))
             if why:
                 self.log.append(f"skip {sentence[:60]!r}: {why}")
                 continue
-            prompt = render("cascade_assistant_sentence", sentence=sentence, goals=goals[-8:])
+            prompt = render(
+                "cascade_assistant_sentence", sentence=sentence, kinds=kinds, goals=goals[-8:]
+            )
             kind = await self._ask(sentence, prompt, _choice("kind", kinds))
             if kind not in ASSISTANT_KINDS:
                 continue
@@ -250,10 +273,15 @@ class _Walk:
                 continue
             prompt = render("cascade_compare", line=line, fact=fact.line)
             relation = await self._ask(sentence, prompt, _choice("relation", RELATIONS))
+            if relation == "update" and not new_values(fact.text, line):
+                relation = "same"  # nothing the line lacks: a restatement, not a change
+                self.log.append("  (update brings no new value: same)")
             if relation == "same":
                 self.log.append(f"  drop: same as {line!r}")
                 return
-            if relation == "update":
+            if relation == "update" and fact.progress:
+                self.log.append("  (a checkpoint is history: added, never replacing)")
+            elif relation == "update":
                 self.log.append(f"  replace {line!r}")
                 self.plan.replaces.append((line, fact))
                 return
@@ -263,17 +291,65 @@ class _Walk:
         )
 
 
-def _skip_assistant(sentence: str) -> str:
+def user_kinds(sentence: str) -> list[str] | str:
+    """The kinds a user sentence may be, or why it is not asked about (a str)."""
+    if word_count(sentence) < 4:
+        return "too short"
+    if sentence.rstrip().endswith("?"):
+        return "a question"
+    if lasting(sentence):
+        return ["chat", *USER_KINDS]  # worded as a standing rule: never "do it now"
+    if asks_now(sentence):
+        return "a request"
+    return list(USER_CHOICES)
+
+
+def _skip_assistant(sentence: str, said: str = "") -> str:
     """Why a sentence of the assistant is not asked about ("" when it is)."""
     if word_count(sentence) < 5:
         return "too short"
     if first_person(sentence):
         return "about what the assistant did or chose"
-    if acknowledges(sentence):
+    if acknowledges(sentence) or restates(sentence, said):
         return "restates what the user said"
     if reports_injection(sentence):
         return "reports text planted for an AI"
+    if time_window(sentence) and not measures_goal(sentence):
+        return "live numbers for a time window"
+    if shows_examples(sentence):
+        return "shows examples"
     return ""
+
+
+@cache
+def example_messages() -> tuple[Message, ...]:
+    """The worked examples (prompts/cascade_examples.j2) as question/answer pairs, asked the way
+    the real questions are, so the model sees each answer given once before its own turn."""
+    goals: list[str] = []
+    pairs: list[Message] = []
+    for line in render("cascade_examples").splitlines():
+        parts = [part.strip() for part in line.split("|")]
+        if parts[0] == "goal" and len(parts) == 2:
+            goals.append(parts[1])
+            continue
+        if parts[0] == "compare" and len(parts) == 4:
+            field, choices = "relation", list(RELATIONS)
+            prompt = render("cascade_compare", line=parts[2], fact=parts[3])
+        elif parts[0] == "user" and len(parts) == 3:
+            field, choices = "kind", list(USER_CHOICES)
+            prompt = render("cascade_user_sentence", sentence=parts[2], kinds=choices)
+        elif parts[0] == "assistant" and len(parts) == 3:
+            field, choices = "kind", list(ASSISTANT_CHOICES)
+            prompt = render(
+                "cascade_assistant_sentence", sentence=parts[2], kinds=choices, goals=goals
+            )
+        else:
+            raise ValueError(f"cascade_examples: bad line {line!r}")
+        if parts[1] not in choices:
+            raise ValueError(f"cascade_examples: {parts[1]!r} is not one of {choices}")
+        pairs.append({"role": "user", "content": prompt})
+        pairs.append({"role": "assistant", "content": json.dumps({field: parts[1]})})
+    return tuple(pairs)
 
 
 def _text(content: Any) -> str:

@@ -31,10 +31,42 @@ _FIRST_PERSON = re.compile(r"^\W*(?:I|I'(?:ve|ll|m|d)|I\s+\w+|My|Me)\b")
 _LEAD = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[user\]\s*)?", re.IGNORECASE)
 _DISCOURSE = re.compile(
     r"^(?:(?:and|also|oh|so|well|ok|okay|plus|btw|by the way|for the record|good news|"
-    r"heads[- ]up|fyi|one more thing|one thing stands out)\b[,:!]?\s*)+",
+    r"heads[- ]up|fyi|one more thing|one thing stands out|please|kindly|"
+    r"just a reminder|as a reminder|reminder|quick reminder)\b[,:!]?\s*)+",
     re.IGNORECASE,
 )
-_ACK = re.compile(r"^\W*(?:noted|got it|understood|sure|will do|okay|ok)\b", re.IGNORECASE)
+_ACK = re.compile(
+    r"^\W*(?:noted|got it|understood|sure|will do|okay|ok)\b"
+    r"|^\W*(?:yes|no|right|correct|exactly|done|agreed)\b\s*[,.:;!]",
+    re.IGNORECASE,
+)
+_WINDOW = re.compile(
+    r"\b(?:today|tonight|yesterday|overnight|so far|right now|currently|as of|"
+    r"this (?:week|month|morning|afternoon|quarter)|"
+    r"(?:last|past|previous) (?:\d+ |few |couple of )?(?:hours?|days?|weeks?|months?))\b",
+    re.IGNORECASE,
+)
+_GOAL_WORDS = re.compile(r"\b(?:goals?|targets?|baselines?|okrs?|launch bar)\b", re.IGNORECASE)
+_EXAMPLES = re.compile(
+    r"^\W*(?:here (?:are|is)|here's|for (?:example|instance)|e\.g\.|"
+    r"the (?:worst|best|first|second|last|top|latest) (?:one|few|\w+ ones?)\b|"
+    r"(?:two|three|four|five|a few|some) (?:recent|of (?:the|them)|examples?)\b)",
+    re.IGNORECASE,
+)
+_LASTING = re.compile(
+    r"\b(?:always|never|from now on|every time|by default|going forward|in future|"
+    r"unless I say|only ever|for us)\b(?! mind)",
+    re.IGNORECASE,
+)
+_ASKS_NOW = re.compile(
+    r"^(?:(?:please|also|now|then|and|so|ok|okay|first|next)\b,?\s+)*(?:"
+    r"make|run|re-?run|rebuild|create|build|show|pull|check|score|dig|try|compare|find|list|"
+    r"look|open|fetch|get|export|delete|remove|add|update|plot|summari[sz]e|draft|write|send|"
+    r"rename|sample|label|set up|tell me|search|filter|rank|evaluate|test|deploy|draw|"
+    r"generate|start|cancel|schedule|go ahead|let's|can you|could you|would you|fix|change|"
+    r"move|merge|review|read|explain|walk me through|help me|investigate|debug|clean up)\b",
+    re.IGNORECASE,
+)
 
 
 def sentences(text: str) -> list[str]:
@@ -87,8 +119,43 @@ def first_person(sentence: str) -> bool:
 
 
 def acknowledges(sentence: str) -> bool:
-    """True for the assistant's "Noted: ..." restatements of what the user just said."""
+    """True for the assistant's "Noted: ..." / "Yes, ..." restatements of what the user said."""
     return bool(_ACK.match(sentence))
+
+
+def time_window(sentence: str) -> bool:
+    """True when the sentence is about a time window ("today", "last 7 days", "as of"): its
+    numbers are live and a tool can fetch them again."""
+    return bool(_WINDOW.search(sentence))
+
+
+def measures_goal(sentence: str) -> bool:
+    """True when the sentence sets a number against a goal, target or baseline."""
+    return bool(numbers(sentence)) and bool(_GOAL_WORDS.search(sentence))
+
+
+def shows_examples(sentence: str) -> bool:
+    """True for sentences that show examples or records ("Here are...", "The worst one:")."""
+    return bool(_EXAMPLES.match(sentence))
+
+
+def lasting(sentence: str) -> bool:
+    """True when the wording marks a standing rule ("always", "never", "from now on")."""
+    return bool(_LASTING.search(sentence))
+
+
+def asks_now(sentence: str) -> bool:
+    """True when the sentence opens like a request ("Run...", "Show me...", "Can you...")."""
+    return bool(_ASKS_NOW.match(strip_lead(sentence)))
+
+
+def restates(sentence: str, said: str) -> bool:
+    """True when the assistant's sentence only repeats what the user said this turn: nearly
+    all its words and every number of it are in the user's text."""
+    if not said.strip() or not numbers(sentence) <= numbers(said):
+        return False
+    shared, share = overlap(sentence, said)
+    return shared >= 2 and share >= 0.7
 
 
 def strip_lead(sentence: str) -> str:
@@ -108,6 +175,19 @@ def clean_fact(text: str, limit: int = 240) -> str:
     if len(line) > limit:
         line = line[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
     return line
+
+
+def new_values(fact: str, line: str) -> set[str]:
+    """Values `fact` has and `line` lacks: numbers, compound names, and capitalised words
+    inside the sentence (people, places, products). An update must bring at least one."""
+    mine = numbers(fact) | names(fact) | _proper(fact)
+    theirs = numbers(line) | names(line) | _proper(line)
+    return mine - theirs
+
+
+def _proper(text: str) -> set[str]:
+    tokens = re.findall(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w&-]*", text.strip())
+    return {token.lower() for token in tokens if token.lower() not in _STOP}
 
 
 def faithful(fact: str, source: str) -> bool:

@@ -8,6 +8,8 @@ own conventions; links and secrets are left to regular expressions, which never 
 
 from __future__ import annotations
 
+import json
+from functools import cache
 from typing import Any
 
 from reference_memory.calls import Caller, ModelCallError
@@ -48,6 +50,7 @@ class ChecklistSafety:
     def messages(self, text: str) -> list[Message]:
         return [
             {"role": "system", "content": render("checklist_system")},
+            *example_messages(),
             {"role": "user", "content": render("checklist_user", text=text)},
         ]
 
@@ -71,6 +74,23 @@ class ChecklistSafety:
         if yes:
             return Verdict("block", "checklist: " + "; ".join(yes))
         return Verdict("allow", "checklist: all no")
+
+
+@cache
+def example_messages() -> tuple[Message, ...]:
+    """prompts/checklist_examples.j2 as question/answer pairs (measured on the 1.5B model: the
+    checklist alone blocked the user's own "always give me Berlin time" rules as orders to the
+    AI; with the examples it passes them)."""
+    pairs: list[Message] = []
+    for line in render("checklist_examples").splitlines():
+        flags, sep, text = line.partition("|")
+        yes = {name.strip() for name in flags.split(",") if name.strip() not in ("", "-")}
+        if not sep or not text.strip() or not yes <= set(QUESTIONS):
+            raise ValueError(f"checklist_examples: bad line {line!r}")
+        answer = {name: "yes" if name in yes else "no" for name in QUESTIONS}
+        pairs.append({"role": "user", "content": render("checklist_user", text=text.strip())})
+        pairs.append({"role": "assistant", "content": json.dumps(answer)})
+    return tuple(pairs)
 
 
 def _answers(data: Any) -> dict[str, str] | None:

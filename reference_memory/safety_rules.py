@@ -45,8 +45,17 @@ RULES: tuple[Rule, ...] = (
         "addressed-to-ai",
         r"\b(?:note|message|instructions?|reminder|attention)\s+(?:to|for)\s+(?:any\s+|all\s+|the\s+)?"
         r"(?:ai|llms?|assistants?|language models?|agents?)\b"
-        r"|\b(?:standing instruction|platform admins?|admin override)\b",
+        r"|\b(?:standing instruction|platform admins?|admin override)\b"
+        r"|\b(?:to|dear|hey|attention)\s+(?:the\s+|any\s+|all\s+)?(?:ai|llms?|language models?)\b"
+        r"|\b(?:ai|assistants?|models?|agents?|llms?)\s+(?:reading|processing|that reads) this\b",
         "addresses an AI with orders or claims authority",
+    ),
+    _rule(
+        "secrecy",
+        r"\b(?:do not|don't|never)\s+(?:tell|mention|show|reveal|report)\b[^.\n]{0,40}"
+        r"\b(?:user|users|anyone|them|her|him)\b"
+        r"|\b(?:quietly|secretly|covertly)\b|\bwithout (?:telling|informing|notifying)\b",
+        "asks the assistant to act behind the user's back",
     ),
     _rule(
         "memory-write",
@@ -59,7 +68,9 @@ RULES: tuple[Rule, ...] = (
         r"\bauto[- ]?approv\w*"
         r"|\b(?:approv|accept)\w*\s+(?:every|all|any)\b[^.\n]{0,30}\bwithout\b"
         r"|\b(?:skip|disable|bypass|turn off|switch off)\w*\b[^.\n]{0,30}"
-        r"\b(?:checks?|safety|guard\w*|reviews?|approvals?|validation|verification)\b",
+        r"\b(?:checks?|safety|guard\w*|reviews?|approvals?|validation|verification)\b"
+        r"|\b(?:approvals?|confirmations?|reviews?|sign-?offs?|checks?)\b[^.\n]{0,30}"
+        r"\b(?:(?:are|is) )?no longer (?:needed|required|necessary)\b",
         "tells the assistant to skip a check or an approval",
     ),
     _rule(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from reference_memory import SKELETON, Completion, FileMemory, SQLiteStore, Status, Turn
-from reference_memory.cascade import CascadeUpdater
+from reference_memory.cascade import CascadeUpdater, _skip_assistant, example_messages, user_kinds
 from reference_memory.cascade_place import Fact, Plan
 from reference_memory.cascade_text import faithful, refetchable, sentences
 from reference_memory.safety_checklist import ChecklistSafety
@@ -57,7 +57,8 @@ class Oracle:
             raise RuntimeError("model down")
         label = self._label()
         if found:
-            never_kept = "request" if "- request:" in prompt else "live"
+            offered = re.findall(r"^- (\w+):", prompt, re.MULTILINE)
+            never_kept = next(k for k in ("request", "chat", "live", "action") if k in offered)
             return {"kind": label[0] if label else never_kept}
         if prompt.startswith("Write it as one short memory line"):
             return {"fact": label[1] if label else self._current}
@@ -281,20 +282,22 @@ async def test_questions_share_one_growing_chat_after_a_static_instruction(
     store: SQLiteStore,
 ) -> None:
     model = Oracle({"Reports must": ("rule", "Reports must be short.")})
-    text = "Reports must be short, always. Please also fix the chart colors now."
+    text = "Reports must be short, always. The chart colors come from the brand guide."
     await memory(model, store).update("dana", "acme", Turn([{"role": "user", "content": text}]))
     updater = [r for r in model.requests if r[0]["content"].startswith("You help keep")]
     assert len(updater) == 2  # one "what is it" per sentence
     for before, after in itertools.pairwise(updater):
         assert after[: len(before)] == before  # each call extends the last: prefix-cache friendly
-    first_user = updater[0][1]["content"]
+    examples = example_messages()
+    assert examples and tuple(updater[0][1 : 1 + len(examples)]) == examples  # static, first
+    first_user = updater[0][1 + len(examples)]["content"]
     assert first_user.startswith("The user wrote:") and "Sentence:" in first_user
     assert not updater[1][-1]["content"].startswith("The user wrote:")
 
 
 async def test_question_budget_stops_the_walk(store: SQLiteStore) -> None:
     model = Oracle({"Reports must": ("rule", "Reports must be short.")})
-    text = "Reports must be short, always. Please also fix the chart colors now."
+    text = "Reports must be short, always. The chart colors come from the brand guide."
     report = await memory(model, store, max_questions=1).update(
         "dana", "acme", Turn([{"role": "user", "content": text}])
     )
@@ -333,3 +336,90 @@ def test_text_helpers() -> None:
     assert faithful("gpt-4.1 scored 0.086", "with gpt-4.1 it hallucinates on 0.086 (6 of 70)")
     assert not faithful("gpt-4.1 scored 0.08", "with gpt-4.1 it hallucinates on 0.086")
     assert not faithful("gpt-5 scored 0.086", "with gpt-4.1 it hallucinates on 0.086")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Who are the top users of the assistant this week?", "a question"),
+        ("Run the hallucination evaluator on the 70-row dataset.", "a request"),
+        ("Also, try v2 in the playground on the Globex question.", "a request"),
+        ("Can you pull the last day of spans for me.", "a request"),
+        ("Thanks!", "too short"),
+    ],
+)
+def test_user_sentences_code_settles_without_asking(sentence: str, expected: str) -> None:
+    assert user_kinds(sentence) == expected
+
+
+def test_user_sentence_kinds_offered() -> None:
+    statement = user_kinds("Finance approved the extra cost for the summarize step only.")
+    assert isinstance(statement, list) and "request" in statement and "question" not in statement
+    rule = user_kinds("Make sure datasets always have exactly 70 rows.")  # "always" beats "Make"
+    assert isinstance(rule, list) and "request" not in rule and "rule" in rule
+    assert isinstance(user_kinds("Never mind the chart colors for the summary."), list)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "why"),
+    [
+        ("Today so far: 1,284 traces, p50 3.1 s, p95 7.4 s.", "live numbers for a time window"),
+        ("Last 30 days: contoso (1,630), initech (1,105).", "live numbers for a time window"),
+        ("Here are recent prod summarize spans with their inputs.", "shows examples"),
+        ("The worst one: the summary invents a battle that never happened.", "shows examples"),
+        ("Yes, exactly 70 rows per dataset from now on.", "restates what the user said"),
+        ("Times in London time from now on.", "restates what the user said"),
+        ("I mapped reference to the input of the span.", "about what the assistant did or chose"),
+    ],
+)
+def test_assistant_sentences_code_skips(sentence: str, why: str) -> None:
+    said = "I've moved to London, so give me London times from now on."
+    assert _skip_assistant(sentence, said) == why
+
+
+def test_assistant_sentences_that_are_asked() -> None:
+    said = "How are we doing on rejections?"
+    for sentence in (
+        "This week's rate is 9.1%, down from the 11.9% baseline; the goal is under 8%.",
+        "The root span has a feedback.score attribute, but it is empty on every trace.",
+        "Evaluator sentinel flags summarize spans slower than 8 seconds.",
+    ):
+        assert _skip_assistant(sentence, said) == "", sentence
+
+
+def test_worked_examples_cover_every_answer_and_alternate_question_and_answer() -> None:
+    pairs = example_messages()
+    answers = [next(iter(json.loads(m["content"]).values())) for m in pairs[1::2]]
+    assert {"request", "chat", "profile", "goal", "project", "rule", "correction"} <= set(answers)
+    assert {"live", "action", "example", "progress", "finding", "asset"} <= set(answers)
+    assert {"same", "update", "different"} <= set(answers)
+    assert [m["role"] for m in pairs] == ["user", "assistant"] * (len(pairs) // 2)
+
+
+async def test_an_update_that_brings_no_new_value_is_a_restatement(store: SQLiteStore) -> None:
+    store.put("dana", "acme", FILE)
+    model = Oracle(
+        {"our datasets always": ("rule", "Our datasets always have exactly 70 rows.")},
+        relations={"- [user] Datasets have": "update"},  # a small model's usual answer
+    )
+    turn = Turn(
+        [{"role": "user", "content": "Just a reminder, our datasets always have exactly 70 rows."}]
+    )
+    report = await memory(model, store).update("dana", "acme", turn)
+    assert report.status == Status.UNCHANGED
+    assert "no new value" in report.attempts[0].raw
+
+
+async def test_a_goal_checkpoint_is_added_never_replacing(store: SQLiteStore) -> None:
+    store.put("dana", "acme", FILE.replace("by Q3.\n", "by Q3.\n- Baseline 11.9% rejected.\n"))
+    model = Oracle(
+        {"9.1% of proposals": ("progress", "")},
+        relations={"- Baseline": "update"},
+    )
+    reply = "9.1% of proposals rejected, down from the 11.9% baseline."
+    turn = Turn(
+        [{"role": "user", "content": "How are we doing?"}, {"role": "assistant", "content": reply}]
+    )
+    report = await memory(model, store).update("dana", "acme", turn)
+    assert [op["op"] for op in report.ops] == ["add"]
+    assert "- Baseline 11.9% rejected." in report.file_after

@@ -45,14 +45,14 @@ RIGHT: dict[str, tuple[dict[str, Label], dict[str, str]]] = {
     ),
     "legal-approver": (
         {
-            "Heads-up": ("project", "Marco Rossi signs off the contract-qa launch."),
+            "Priya moved": ("project", "Marco Rossi signs off the contract-qa launch."),
             "He wants": ("project", "Marco Rossi wants a one-page launch doc."),
         },
         {"- [user] Priya from the legal team": "update"},
     ),
     "traces-london": (
         {
-            "Oh, and I've relocated": ("correction", "Give times in London time."),
+            "I've relocated": ("correction", "Give times in London time."),
             "9.1%": ("progress", "Rejection rate 9.1%, down from the 11.9% baseline."),
         },
         {"- [user] Give times in Berlin": "update", "- Baseline": "different"},
