@@ -268,7 +268,7 @@ class _Walk:
             self.log.append(f"  drop: already in memory as {seen!r}")
             return
         replaced = {old for old, _ in self.plan.replaces}
-        for line in related(fact.text, self.file):
+        for line in related(fact, self.file):
             if line in replaced:
                 continue
             prompt = render("cascade_compare", line=line, fact=fact.line)
@@ -298,7 +298,7 @@ def user_kinds(sentence: str) -> list[str] | str:
     if sentence.rstrip().endswith("?"):
         return "a question"
     if lasting(sentence):
-        return ["chat", *USER_KINDS]  # worded as a standing rule: never "do it now"
+        return list(USER_KINDS)  # worded as a standing rule: a fact, whatever else it is
     if asks_now(sentence):
         return "a request"
     return list(USER_CHOICES)

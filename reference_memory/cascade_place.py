@@ -18,9 +18,10 @@ from reference_memory.updater import check_batch
 SAME_SHARE = 0.85
 """A new fact whose words are this much inside one existing line (numbers included) is a
 duplicate, decided without asking the model."""
-RELATED_WORDS, RELATED_SHARE = 2, 0.25
-"""An existing bullet sharing at least this many content words, and this share of the words
-of both the new fact and the bullet, is asked about: same fact, changed value, or different."""
+RELATED_WORDS, RELATED_SHARE = 3, 0.25
+"""An existing bullet of the fact's own section is asked about (same fact, changed value, or
+different) when it shares this many content words and this share of the words of both; or,
+for short lines, two words and 40% of the words of either ("Give times in Berlin time")."""
 
 
 @dataclass(frozen=True)
@@ -56,13 +57,19 @@ def duplicate_of(fact: str, lines: list[str]) -> str | None:
     return None
 
 
-def related(fact: str, file: str, limit: int = 2) -> list[str]:
-    """Existing bullets that may say the same thing or an older value of it, closest first."""
+def related(fact: Fact, file: str, limit: int = 2) -> list[str]:
+    """Bullets of the fact's section that may say the same thing or an older value of it,
+    closest first. A fact found by a tool is never set against a [user] line: what the user
+    said stands until the user says otherwise."""
     scored = []
-    for line in bullets(file):
-        shared, share = overlap(fact, line)
-        _, back = overlap(line, fact)
-        close = shared >= RELATED_WORDS and min(share, back) >= RELATED_SHARE
+    for line in section_lines(file, fact.section):
+        if not line.lstrip().startswith(("- ", "* ")) or (not fact.user and USER_TAG in line):
+            continue
+        shared, share = overlap(fact.text, line)
+        _, back = overlap(line, fact.text)
+        close = (shared >= RELATED_WORDS and min(share, back) >= RELATED_SHARE) or (
+            shared >= 2 and max(share, back) >= 0.4
+        )
         if close and count(file, line) == 1:
             scored.append((shared, share, line))
     scored.sort(key=lambda item: (-item[0], -item[1]))

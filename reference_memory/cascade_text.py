@@ -18,7 +18,7 @@ been being it its this that these those there here we our us you your i me my he
 their his her do does did done have has had will would should shall can could may might must not
 no yes just only also very really now then than too about into over under up out off all any each
 every some more most other such own same what which who whom whose when where why how let lets
-let's please ok okay thanks thank hi hello hey"""
+let's please ok okay thanks thank hi hello hey user ve ll re s d t m"""
 _STOP = frozenset(_STOPWORDS.split())
 _REFETCHABLE = re.compile(
     r"\b[0-9a-f]{12,}\b"  # span, trace and hash ids

@@ -57,9 +57,12 @@ class Oracle:
             raise RuntimeError("model down")
         label = self._label()
         if found:
+            if label:
+                return {"kind": label[0]}
             offered = re.findall(r"^- (\w+):", prompt, re.MULTILINE)
-            never_kept = next(k for k in ("request", "chat", "live", "action") if k in offered)
-            return {"kind": label[0] if label else never_kept}
+            kept_only = offered[:1]  # a standing rule is offered no never-kept kind
+            never = [k for k in ("request", "chat", "live", "action") if k in offered]
+            return {"kind": (never or kept_only)[0]}
         if prompt.startswith("Write it as one short memory line"):
             return {"fact": label[1] if label else self._current}
         line = _LINE.search(prompt)
