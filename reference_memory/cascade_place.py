@@ -57,12 +57,12 @@ def duplicate_of(fact: str, lines: list[str]) -> str | None:
     return None
 
 
-def related(fact: Fact, file: str, limit: int = 2) -> list[str]:
-    """Bullets of the fact's section that may say the same thing or an older value of it,
-    closest first. A fact found by a tool is never set against a [user] line: what the user
-    said stands until the user says otherwise."""
+def related(fact: Fact, file: str, limit: int = 2, anywhere: bool = False) -> list[str]:
+    """Bullets of the fact's section (of any section with `anywhere`) that may say the same
+    thing or an older value of it, closest first. A fact found by a tool is never set against a
+    [user] line: what the user said stands until the user says otherwise."""
     scored = []
-    for line in section_lines(file, fact.section):
+    for line in bullets(file) if anywhere else section_lines(file, fact.section):
         if not line.lstrip().startswith(("- ", "* ")) or (not fact.user and USER_TAG in line):
             continue
         shared, share = overlap(fact.text, line)
