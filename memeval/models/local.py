@@ -27,10 +27,10 @@ from memeval.models.local_format import (
     schema_grammar,
     tools_grammar,
 )
+from memeval.models.registry import local_threads
 from memeval.models.weights import LocalModelInfo, ensure_weights, lookup
 
 N_CTX = 8192  # an 8,000-char memory file (~2,300 tokens) + instructions + turn + answer
-N_THREADS = 2
 DEFAULT_MAX_TOKENS = 2048  # a bound on runaway generation when the caller gives none
 SEED = 0
 STATE_CACHE_BYTES = 2 << 30  # ~20 cached 3,000-token prefixes of the 1.5B model (KV bytes)
@@ -57,12 +57,13 @@ class _Engine:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         self.path = ensure_weights(self.info)
+        threads = local_threads()
         started = time.perf_counter()
         llama = Llama(
             model_path=str(self.path),
             n_ctx=N_CTX,
-            n_threads=N_THREADS,
-            n_threads_batch=N_THREADS,
+            n_threads=threads,
+            n_threads_batch=threads,
             seed=SEED,
             verbose=False,
             **self.llama_options,

@@ -33,6 +33,18 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "judge": "qwen2.5-coder-1.5b",
 }
 LOCAL_GENERIC = "qwen2.5-coder-1.5b"  # what a bare `local` means outside a role
+THREADS_ENV = "MEMEVAL_LOCAL_THREADS"
+
+
+def local_threads() -> int:
+    """CPU threads for the embedded model: MEMEVAL_LOCAL_THREADS, else the CPUs this process may
+    use. Set it to 1 per job when two jobs share a small machine (llama.cpp threads spin)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{THREADS_ENV}={raw!r} is not a thread count (valid: an integer >= 1)")
+    return int(raw)
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,7 @@ def _construct(spec: ModelSpec, settings: Mapping[str, Any]) -> ChatModel:
             f"local:{spec.model} needs llama-cpp-python: pip install 'memeval[local]' "
             f"(or scripts/bootstrap) ({exc})"
         ) from exc
+    local_threads()  # a bad MEMEVAL_LOCAL_THREADS is a usage error before anything loads
     model = LocalModel(spec.model)
     model.prepare()
     return model
@@ -151,9 +164,9 @@ def describe(spec: str) -> dict[str, Any]:
         }
     info = weights.lookup(parsed.model or LOCAL_GENERIC)
     try:
-        from memeval.models.local import N_CTX, N_THREADS
+        from memeval.models.local import N_CTX
     except ImportError:  # llama-cpp-python missing: describe what we can
-        N_CTX = N_THREADS = None  # type: ignore[assignment]
+        N_CTX = None  # type: ignore[assignment]
     return {
         "spec": f"local:{info.name}",
         "backend": "local",
@@ -163,7 +176,7 @@ def describe(spec: str) -> dict[str, Any]:
         "weights_file": str(weights.cache_dir() / info.filename),
         "weights_packages": f"{info.package}-part1..{info.parts}=={info.version}",
         "n_ctx": N_CTX,
-        "threads": N_THREADS,
+        "threads": local_threads(),
         "llama_cpp_python": _version("llama-cpp-python"),
     }
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from memeval.errors import ConfigError
 from memeval.models.base import ROLES
 from memeval.models.fake import FakeModel
 from memeval.models.openai import OpenAIModel
-from memeval.models.registry import LOCAL_DEFAULTS, build_model, describe, parse_spec, resolve_specs
+from memeval.models.registry import (
+    LOCAL_DEFAULTS,
+    build_model,
+    describe,
+    local_threads,
+    parse_spec,
+    resolve_specs,
+)
 
 
 def test_nothing_configured_means_local_defaults_per_role() -> None:
@@ -96,3 +105,22 @@ def test_describe_fake_and_local() -> None:
     assert local["backend"] == "local" and local["model"] == "qwen2.5-coder-0.5b"
     assert local["weights_sha256"].startswith("1d9614638d18")
     assert local["n_ctx"] == 8192 and local["threads"] == 2
+
+
+def test_local_threads_default_to_the_cpus_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MEMEVAL_LOCAL_THREADS", raising=False)
+    assert local_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("MEMEVAL_LOCAL_THREADS", "1")
+    assert local_threads() == 1
+    assert describe("local:qwen2.5-coder-0.5b")["threads"] == 1
+
+
+@pytest.mark.parametrize("raw", ["0", "two", "-1", "1.5"])
+def test_a_bad_thread_count_is_a_config_error_before_anything_loads(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv("MEMEVAL_LOCAL_THREADS", raw)
+    with pytest.raises(ConfigError, match=r"MEMEVAL_LOCAL_THREADS=.* integer >= 1"):
+        build_model("local:qwen2.5-coder-0.5b")
