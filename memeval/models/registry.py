@@ -118,8 +118,10 @@ def build_model(spec: str, **settings: Any) -> ChatModel:
     missing weights package or a wrong sha256 raise ConfigError.
     """
     parsed = parse_spec(spec)
-    if parsed.backend == "local" and not parsed.model:
-        parsed = ModelSpec("local", LOCAL_GENERIC)
+    if parsed.backend == "local":
+        local_threads()  # a bad MEMEVAL_LOCAL_THREADS is a usage error before anything loads
+        if not parsed.model:
+            parsed = ModelSpec("local", LOCAL_GENERIC)
     key = (str(parsed), tuple(sorted(settings.items())))
     with _instances_lock:
         if key not in _instances:
@@ -141,7 +143,6 @@ def _construct(spec: ModelSpec, settings: Mapping[str, Any]) -> ChatModel:
             f"local:{spec.model} needs llama-cpp-python: pip install 'memeval[local]' "
             f"(or scripts/bootstrap) ({exc})"
         ) from exc
-    local_threads()  # a bad MEMEVAL_LOCAL_THREADS is a usage error before anything loads
     model = LocalModel(spec.model)
     model.prepare()
     return model
