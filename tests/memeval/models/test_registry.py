@@ -104,7 +104,7 @@ def test_describe_fake_and_local() -> None:
     local = describe("local:0.5b")
     assert local["backend"] == "local" and local["model"] == "qwen2.5-coder-0.5b"
     assert local["weights_sha256"].startswith("1d9614638d18")
-    assert local["n_ctx"] == 8192 and local["threads"] == 2
+    assert local["n_ctx"] == 8192 and local["threads"] == local_threads()  # what the engine uses
 
 
 def test_local_threads_default_to_the_cpus_this_process_may_use(
