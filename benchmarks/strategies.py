@@ -38,6 +38,7 @@ from benchmarks.strategy_cases import (
 )
 from memeval.models.adapter import as_memory_model
 from memeval.models.local import LocalModel
+from memeval.strategy_defaults import LOCAL_OPS_MAX_TOKENS
 from reference_memory import FileMemory, SQLiteStore, UpdateReport
 from reference_memory.calls import Caller
 from reference_memory.model import MemoryModel
@@ -73,8 +74,13 @@ async def run_updater(
         store = SQLiteStore(Path(tmp) / "memory.db")
         if case.file != "skeleton":
             store.put("u", "s", case.text)
+        bound = {"updater": LOCAL_OPS_MAX_TOKENS} if name == "ops" else None  # as `memeval run`
         memory = FileMemory(
-            model, store, updater=updater_by_name(name), safety=safety_by_name(gate)
+            model,
+            store,
+            updater=updater_by_name(name),
+            safety=safety_by_name(gate),
+            max_tokens=bound,
         )
         report = await memory.update("u", "s", case.as_turn())
         store.close()

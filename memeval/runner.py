@@ -265,12 +265,15 @@ async def _restore(system: Any, key: Any, run_dir: Path, done: list[TurnRecord])
 
 
 def strategy_objects(strategies: dict[str, str]) -> dict[str, Any]:
-    """FileMemory keyword arguments for the strategies named in run.json."""
+    """FileMemory keyword arguments for the strategies named in run.json (with the updater's
+    output bound when one was set)."""
     objects: dict[str, Any] = {}
     if "updater" in strategies:
         objects["updater"] = updater_by_name(strategies["updater"])
     if "safety" in strategies:
         objects["safety"] = safety_by_name(strategies["safety"])
+    if "updater_max_tokens" in strategies:
+        objects["max_tokens"] = {"updater": int(strategies["updater_max_tokens"])}
     return objects
 
 

@@ -27,6 +27,11 @@ LOCAL_SAFETY: dict[str, str] = {
 }
 DEFAULTS = {"updater": "ops", "safety": "classifier"}
 """Endpoint models, `fake` (overhead runs) and models handed in by a library caller."""
+LOCAL_OPS_MAX_TOKENS = 400
+"""Output bound for an embedded model writing `ops`: a right batch of a few small operations
+takes 50-150 tokens, but the embedded models now and then write JSON until the bound, three
+attempts in a row; at 1,024 tokens that cost up to ~7 minutes for one turn on a 2-core CPU.
+A batch cut off here is a failed attempt like any other (the retry says so)."""
 
 
 def default_strategies(specs: Mapping[str, str]) -> dict[str, str]:
@@ -53,6 +58,8 @@ def choose_strategies(
         if safety not in SAFETY:
             raise ConfigError(f"--safety {safety!r} is unknown (valid: {', '.join(SAFETY)})")
         chosen["safety"] = safety
+    if chosen["updater"] == "ops" and _local_name(specs.get("updater", "")) is not None:
+        chosen["updater_max_tokens"] = str(LOCAL_OPS_MAX_TOKENS)
     return chosen
 
 

@@ -6,7 +6,10 @@ import pytest
 
 from memeval.errors import ConfigError
 from memeval.models.registry import resolve_specs
-from memeval.strategy_defaults import choose_strategies, default_strategies
+from memeval.runner import strategy_objects
+from memeval.strategy_defaults import LOCAL_OPS_MAX_TOKENS, choose_strategies, default_strategies
+from reference_memory import FileMemory, SQLiteStore
+from tests.reference_memory.scripted import ALLOW, add, ops, roles, turn
 
 
 def test_the_embedded_default_gets_the_small_model_strategies() -> None:
@@ -30,9 +33,40 @@ def test_each_role_is_decided_by_its_own_model() -> None:
 
 def test_explicit_choices_win_and_unknown_names_are_one_line_errors() -> None:
     specs = {"updater": "local:qwen2.5-coder-1.5b", "safety": "local:qwen2.5-coder-1.5b"}
-    assert choose_strategies(specs, "ops", None) == {"updater": "ops", "safety": "checklist"}
+    assert choose_strategies(specs, "ops", None) == {
+        "updater": "ops",
+        "safety": "checklist",
+        "updater_max_tokens": str(LOCAL_OPS_MAX_TOKENS),
+    }
     assert choose_strategies(specs, None, "classifier")["safety"] == "classifier"
     with pytest.raises(ConfigError, match=r"--updater 'nope' is unknown \(valid: .*cascade"):
         choose_strategies(specs, "nope", None)
     with pytest.raises(ConfigError, match=r"--safety 'nope' is unknown \(valid: .*checklist"):
         choose_strategies(specs, None, "nope")
+
+
+def test_only_an_embedded_model_writing_ops_gets_the_output_bound() -> None:
+    local = {"updater": "local:qwen2.5-coder-0.5b", "safety": "local:qwen2.5-coder-0.5b"}
+    endpoint = {"updater": "openai:gpt-4o-mini", "safety": "openai:gpt-4o-mini"}
+    assert "updater_max_tokens" not in choose_strategies(local, None, None)  # cascade
+    assert "updater_max_tokens" not in choose_strategies(endpoint, None, None)  # ops, endpoint
+    assert "updater_max_tokens" not in choose_strategies(endpoint, "ops", "checklist")
+    assert choose_strategies(local, "ops", None)["updater_max_tokens"] == "400"
+
+
+async def test_the_recorded_bound_reaches_the_updater_call_and_no_other(tmp_path) -> None:
+    local = {"updater": "local:qwen2.5-coder-1.5b", "safety": "local:qwen2.5-coder-1.5b"}
+    strategies = choose_strategies(local, "ops", "classifier")
+    models = roles(
+        summarizer=["The user said 70 rows."],
+        updater=[ops(add("## Conventions", "- [user] Datasets have exactly 70 rows"))],
+        safety=[ALLOW],
+    )
+    store = SQLiteStore(tmp_path / "m.sqlite")
+    memory = FileMemory(models, store, **strategy_objects(strategies))
+    report = await memory.update("dana", "acme", turn())
+    store.close()
+    assert report.written, report.errors
+    assert [r.max_tokens for r in models["updater"].requests] == [LOCAL_OPS_MAX_TOKENS]
+    assert models["summarizer"].requests[0].max_tokens == 300  # the pipeline's own default
+    assert "exactly 70 rows" in report.file_after
