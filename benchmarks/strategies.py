@@ -9,6 +9,8 @@ interrupted run continues where it stopped (--resume).
     .venv/bin/python benchmarks/strategies.py [--models qwen2.5-coder-0.5b,qwen2.5-coder-1.5b]
         [--updaters ops,cascade] [--gate checklist] [--safety classifier,checklist-model,checklist]
         [--cases ID,...] [--jsonl /tmp/strategies.jsonl] [--resume]
+
+`--safety ""` skips the safety texts; `--report` prints the tables of an existing JSONL.
 """
 
 from __future__ import annotations
@@ -232,7 +234,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--jsonl", default="/tmp/memeval-strategies.jsonl")
     parser.add_argument("--resume", action="store_true", help="keep rows already in --jsonl")
     parser.add_argument("--report", action="store_true", help="print the tables from --jsonl only")
-    return parser.parse_args()
+    args = parser.parse_args()
+    from reference_memory.strategies import SAFETY as GATES
+    from reference_memory.strategies import UPDATERS
+
+    for flag, given, valid in (
+        ("--models", args.models, MODELS),
+        ("--updaters", args.updaters, tuple(UPDATERS)),
+        ("--gate", args.gate, tuple(GATES)),
+        ("--safety", args.safety, tuple(SAFETY)),
+    ):
+        unknown = [name for name in given.split(",") if name and name not in valid]
+        if unknown:
+            parser.error(f"{flag}: unknown {', '.join(unknown)} (valid: {', '.join(valid)})")
+    return args
 
 
 if __name__ == "__main__":

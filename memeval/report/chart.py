@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 WIDTH, HEIGHT = 960, 240
 LEFT, RIGHT, TOP, BOTTOM = 52, 84, 14, 30
+LABEL_CHAR_PX = 6.0  # average advance of the 10 px label font (report.css .blabel)
+LABEL_ROWS = 2  # neighbouring session labels alternate between two rows
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Band:
     label: str
     kind: str
     shaded: bool
+    text: str = ""  # the label as drawn: shortened to the room it has, "" when none fits
+    row: int = 0
 
 
 @dataclass
@@ -128,6 +132,7 @@ def size_chart(
                 round(left, 1), round((s.last - s.first + 1) * step, 1), s.label, s.kind, k % 2 == 1
             )
         )
+    _fit_labels(chart.bands, chart.right)
     chart.limits = [HLine(y(v), v, label) for v, label in limits if v <= y_max]
     chart.yticks = [
         HLine(y(v), v, f"{v // 1000}k" if v else "0") for v in range(0, y_max + 1, 2000)
@@ -135,3 +140,18 @@ def size_chart(
     every = max(1, math.ceil(n / 25))
     chart.xticks = [(x(i), i) for i in range(0, n, every)]
     return chart
+
+
+def _fit_labels(bands: list[Band], right: float) -> None:
+    """Alternate labels between rows; a label may run until the next label of its own row
+    starts (or the plot ends) and is shortened with "…" to fit, or left out when not even
+    three characters fit (the band's tooltip still names the session)."""
+    for k, band in enumerate(bands):
+        band.row = k % LABEL_ROWS
+        later = bands[k + LABEL_ROWS] if k + LABEL_ROWS < len(bands) else None
+        room = (later.x if later else right) - band.x - 6
+        fits = int(room // LABEL_CHAR_PX)
+        if len(band.label) <= fits:
+            band.text = band.label
+        elif fits >= 3:
+            band.text = band.label[: fits - 1] + "…"

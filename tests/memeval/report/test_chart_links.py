@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from memeval.report.chart import SessionSpan, SizePoint, size_chart
+from memeval.report.chart import LABEL_CHAR_PX, SessionSpan, SizePoint, size_chart
 from memeval.report.links import phoenix_base, phoenix_link
 
 LINES = [(6000, "target"), (7000, "trigger"), (8000, "cap")]
@@ -30,6 +32,29 @@ def test_chart_places_sizes_limits_compactions_and_sessions() -> None:
     assert [b.label for b in chart.bands] == ["s1", "s2"]
     assert chart.bands[1].x > chart.bands[0].x
     assert all(chart.top <= y <= chart.bottom for y in ys)
+
+
+def test_session_labels_of_narrow_sessions_never_overlap() -> None:
+    """57 turns in 1-3-turn sessions with long names (the combined scenario's shape)."""
+    names = ["intro", "book-summary/s1", "legal-rag/s1", "agent-traces/s1", "book-summary/s2"]
+    sessions, first = [], 0
+    for k in range(24):
+        width = 1 + k % 3
+        sessions.append(SessionSpan(first, first + width - 1, names[k % 5], "seed"))
+        first += width
+    points = [SizePoint(i, 100 * i, f"t{i}", f"t{i}") for i in range(first)]
+    chart = size_chart(points, sessions, LINES)
+    assert {b.row for b in chart.bands} == {0, 1}
+    for row in (0, 1):
+        drawn = [b for b in chart.bands if b.row == row]
+        for band, after in itertools.pairwise(drawn):
+            end = band.x + 4 + len(band.text) * LABEL_CHAR_PX
+            assert end <= after.x, (band.text, after.label)
+    assert all(b.text == b.label or b.text.endswith("…") or not b.text for b in chart.bands)
+    assert all(b.text for b in chart.bands)  # two turns of room still show a few characters
+    assert any(b.text == "intro" for b in chart.bands)
+    wide = size_chart(points[:2], [SessionSpan(0, 1, "book-summary/s1", "seed")], LINES)
+    assert wide.bands[0].text == "book-summary/s1"
 
 
 def test_chart_grows_above_the_cap_when_a_file_exceeds_it() -> None:
