@@ -99,12 +99,13 @@ class Caller:
 
 
 def parse_json(text: str) -> Any:
-    """Parse a JSON answer, tolerating one surrounding markdown code fence."""
+    """Parse a JSON answer, tolerating one surrounding markdown code fence and raw control
+    characters (a literal newline) inside strings, which grammar-constrained local models emit."""
     stripped = text.strip()
     fenced = _FENCE.match(stripped)
     if fenced:
         stripped = fenced.group(1).strip()
-    return json.loads(stripped)
+    return json.loads(stripped, strict=False)
 
 
 def strip_fence(text: str) -> str:

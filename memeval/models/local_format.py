@@ -161,7 +161,7 @@ def parse_reply(
     if not tools_given:
         return text, []
     try:
-        data = json.loads(text)
+        data = json.loads(text, strict=False)  # llama.cpp's JSON grammar allows raw newlines
     except ValueError as exc:
         partial = _partial_answer(text) if cut_off and not schema_given else None
         if partial is not None:
@@ -189,7 +189,7 @@ def _partial_answer(text: str) -> str | None:
         return None
     for trim in range(0, 8):  # a cut may split an escape sequence such as \u00e9
         try:
-            data = json.loads(text[: len(text) - trim] + '"}')
+            data = json.loads(text[: len(text) - trim] + '"}', strict=False)
         except ValueError:
             continue
         answer = data.get("answer") if isinstance(data, dict) else None

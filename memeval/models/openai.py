@@ -229,7 +229,7 @@ def _parse(raw: Any, want_json: bool) -> ChatResponse:
         raise ModelError(f"JSON answer cut off at max_tokens: {(content or '')[-80:]!r}")
     if want_json and not calls:
         try:
-            json.loads(content or "")
+            json.loads(content or "", strict=False)
         except ValueError as exc:
             raise _Garbage(f"answer is not JSON: {(content or '')[:120]!r}") from exc
     usage = getattr(raw, "usage", None)

@@ -145,3 +145,16 @@ async def test_unscripted_calls_fail_loudly_in_the_report(store: SQLiteStore) ->
     report = await FileMemory(models, store).update("dana", "acme", turn())
     assert report.status == Status.FAILED
     assert report.calls[0].error is not None and ScriptExhausted.__name__ in report.calls[0].error
+
+
+async def test_a_literal_newline_inside_an_op_string_still_parses(store: SQLiteStore) -> None:
+    """Grammar-constrained local models may put a raw newline in a JSON string; the op is
+    judged on its content (here: two lines under Goals), never lost as "not valid JSON"."""
+    raw = '{"ops": [{"op": "add", "anchor": "## Goals", "text": "- Ship v2\n- by Friday"}]}'
+    models = roles(summarizer=["s"], updater=[raw], safety=[ALLOW, ALLOW])
+    report = await FileMemory(models, store).update("dana", "acme", turn())
+    assert not any("not valid JSON" in (a.error or "") for a in report.attempts)
+    assert report.attempts[0].ops == [
+        {"op": "add", "anchor": "## Goals", "text": "- Ship v2\n- by Friday"}
+    ]
+    assert report.written and "## Goals\n- Ship v2\n- by Friday\n" in report.file_after

@@ -86,6 +86,17 @@ def test_an_answer_cut_off_at_the_token_limit_is_kept_and_marked() -> None:
         parse_reply(cut, True)  # not at the limit: a broken reply stays an error
 
 
+def test_raw_newlines_inside_an_answer_are_kept_not_an_error() -> None:
+    """llama.cpp's JSON grammar lets a string hold a literal newline; two questions of an
+    embedded combined run were lost as "not the JSON asked for" before this was accepted."""
+    whole = '{"answer": "Steps:\n1. **Identify** the rows\n2. Label them"}'
+    assert "\n" in whole
+    assert parse_reply(whole, True) == ("Steps:\n1. **Identify** the rows\n2. Label them", [])
+    cut = '{"answer": "Lena, here is the week:\n\n- The book-summary agent'
+    content, _ = parse_reply(cut, True, cut_off=True)
+    assert content == "Lena, here is the week:\n\n- The book-summary agent" + CUT_OFF
+
+
 def test_a_call_cut_off_at_the_token_limit_is_an_error() -> None:
     with pytest.raises(ModelError, match="cut off at the token limit"):
         parse_reply('{"name": "query_spans", "arguments": {"proj', True, cut_off=True)
