@@ -4,7 +4,8 @@
 for one) the summary, and returns operations that apply to the file in order. This module ships
 the `ops` strategy: the updater model answers a JSON op list; a batch with any bad anchor (or
 any operation that would break the six-section skeleton) is rejected whole and the model is
-asked again with the exact error, 3 attempts in all.
+asked again with the exact error, 3 attempts in all (fewer when the model repeats a failed
+answer word for word: it would again).
 """
 
 from __future__ import annotations
@@ -133,13 +134,21 @@ class OpsUpdater:
                 answered = answered or bool(exc.raw)
             except (EditError, ValueError) as exc:
                 attempt.error = str(exc)
+            if _repeats_itself(report.attempts):
+                break
             if attempt.raw:  # keep the conversation so the retry sees its own answer
                 messages = [*messages, {"role": "assistant", "content": attempt.raw}]
             retry = render("updater_retry", error=attempt.error)
             messages = [*messages, {"role": "user", "content": retry}]
         last = report.attempts[-1].error
+        tried = len(report.attempts)
+        why = (
+            " (the same answer twice: asking again would repeat it)"
+            if tried < self.attempts
+            else ""
+        )
         raise UpdaterGaveUp(
-            f"updater gave up after {self.attempts} attempts; last error: {last}", answered=answered
+            f"updater gave up after {tried} attempts{why}; last error: {last}", answered=answered
         )
 
 
@@ -150,6 +159,18 @@ def _op_schema(kind: str, fields: dict[str, Any]) -> dict[str, Any]:
         "required": ["op", *fields],
         "additionalProperties": False,
     }
+
+
+def _repeats_itself(attempts: list[Attempt]) -> bool:
+    """The last two attempts failed with the very same answer despite the error feedback.
+
+    Deterministic decoding (temperature 0, as every embedded run uses) then answers the same
+    again: in an embedded combined run all 23 rejected turns were three identical answers,
+    the third costing ~40 s each. Stopping here would have changed none of those outcomes."""
+    if len(attempts) < 2:
+        return False
+    last, before = attempts[-1], attempts[-2]
+    return bool(last.raw) and last.raw == before.raw and last.error == before.error
 
 
 def _raw_ops(data: Any) -> list[dict[str, Any]] | None:

@@ -51,6 +51,21 @@ async def test_anchor_not_found_is_retried_with_the_exact_error(store: SQLiteSto
     assert retry.messages[-2] == {"role": "assistant", "content": ops(add("## Nope", "- x"))}
 
 
+async def test_a_failed_answer_repeated_word_for_word_is_not_asked_a_third_time(
+    store: SQLiteStore,
+) -> None:
+    same = ops(add("## Nope", "- x"))
+    models = roles(summarizer=["s"], updater=[same, same])  # a third call would be unscripted
+    report = await FileMemory(models, store).update("dana", "acme", turn())
+    assert report.status == Status.REJECTED
+    assert [a.number for a in report.attempts] == [1, 2]
+    assert report.errors == [
+        "updater gave up after 2 attempts (the same answer twice: asking again would repeat it);"
+        " last error: op 0: anchor not found: '## Nope'"
+    ]
+    assert report.file_after == report.file_before == SKELETON
+
+
 async def test_anchor_found_twice_rejects_the_whole_batch(store: SQLiteStore) -> None:
     store.put("dana", "acme", SEEDED)
     first = ops(add("## Goals", "- g"), add("- Dataset a1", "- Dataset a2"))
