@@ -40,13 +40,15 @@ from benchmarks.strategy_cases import (
 )
 from memeval.models.adapter import as_memory_model
 from memeval.models.local import LocalModel
-from memeval.strategy_defaults import LOCAL_OPS_MAX_TOKENS
+from memeval.runner import strategy_objects
+from memeval.strategy_defaults import choose_strategies
 from reference_memory import FileMemory, SQLiteStore, UpdateReport
 from reference_memory.calls import Caller
 from reference_memory.model import MemoryModel
 from reference_memory.safety import SafetyStrategy
 from reference_memory.safety_checklist import ChecklistSafety
-from reference_memory.strategies import safety_by_name, updater_by_name
+from reference_memory.strategies import SAFETY as GATES
+from reference_memory.strategies import UPDATERS, safety_by_name
 
 MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 SAFETY: dict[str, Callable[[], SafetyStrategy]] = {
@@ -70,20 +72,15 @@ def group_of(case: UpdaterCase) -> str:
 
 
 async def run_updater(
-    model: MemoryModel, name: str, gate: str, case: UpdaterCase
+    model: MemoryModel, model_name: str, name: str, gate: str, case: UpdaterCase
 ) -> dict[str, Any]:
+    # the strategies and output bound `memeval run` gives an embedded model in these roles
+    roles = {"updater": f"local:{model_name}", "safety": f"local:{model_name}"}
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(Path(tmp) / "memory.db")
         if case.file != "skeleton":
             store.put("u", "s", case.text)
-        bound = {"updater": LOCAL_OPS_MAX_TOKENS} if name == "ops" else None  # as `memeval run`
-        memory = FileMemory(
-            model,
-            store,
-            updater=updater_by_name(name),
-            safety=safety_by_name(gate),
-            max_tokens=bound,
-        )
+        memory = FileMemory(model, store, **strategy_objects(choose_strategies(roles, name, gate)))
         report = await memory.update("u", "s", case.as_turn())
         store.close()
     wrong = judge_update(case, report)
@@ -147,7 +144,12 @@ async def main(args: argparse.Namespace) -> None:
                 for case in cases:
                     key: tuple[str, ...] = ("updater", model_name, strategy, case.id)
                     jobs.append(
-                        (key, functools.partial(run_updater, model, strategy, args.gate, case))
+                        (
+                            key,
+                            functools.partial(
+                                run_updater, model, model_name, strategy, args.gate, case
+                            ),
+                        )
                     )
             for strategy in [s for s in args.safety.split(",") if s]:
                 for scase in safety_cases:
@@ -235,9 +237,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--resume", action="store_true", help="keep rows already in --jsonl")
     parser.add_argument("--report", action="store_true", help="print the tables from --jsonl only")
     args = parser.parse_args()
-    from reference_memory.strategies import SAFETY as GATES
-    from reference_memory.strategies import UPDATERS
-
     for flag, given, valid in (
         ("--models", args.models, MODELS),
         ("--updaters", args.updaters, tuple(UPDATERS)),
