@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python benchmarks/x.py` from a fresh clone
     sys.path.insert(0, str(ROOT))
 
-from memeval.log import TurnRecord, read_events, read_run  # noqa: E402
-from memeval.results import load_results  # noqa: E402
+from memeval.rundir.record import TurnRecord, read_events, read_run  # noqa: E402
+from memeval.rundir.results import load_results  # noqa: E402
 
 ROLE_ORDER = ("agent", "summarizer", "updater", "safety", "compactor", "judge")
 

@@ -28,10 +28,10 @@ from typing import Any
 
 from _common import ROLE_ORDER, ROOT, machine, run_turns, table
 
-from memeval.log import TurnRecord
 from memeval.models.base import ChatResponse, Message
 from memeval.models.fake import FakeModel
 from memeval.models.synth import synthesize
+from memeval.rundir.record import TurnRecord
 from memeval.runner import RunOptions, execute
 from reference_memory import TARGET
 

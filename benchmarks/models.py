@@ -265,7 +265,7 @@ def agent_case(question: str, check: Callable[[Any], bool]) -> Callable[..., Awa
 def judge_case(answer: str, criterion: str, expected: str) -> Callable[..., Awaitable[Outcome]]:
     async def run(model: LocalModel) -> Outcome:
         from memeval.grading.judge import JUDGE_SCHEMA, question_request
-        from memeval.log import TurnRecord
+        from memeval.rundir.record import TurnRecord
 
         record = TurnRecord(
             scenario="bench",

@@ -22,7 +22,7 @@ from pathlib import Path
 import psycopg
 from _common import machine, p50, p95, pct, replay_wall, run_cli, run_turns, table
 
-from memeval.log import read_run
+from memeval.rundir.record import read_run
 
 DEFAULT_DSN = os.environ.get("MEMEVAL_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from memeval.tracing import Tracing, setup_tracing
+from memeval.tracing.spans import Tracing, setup_tracing
 from tests.memeval.tracing.flow import run_flow
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
-from memeval.log import ToolCallRecord
 from memeval.models.base import ChatModel, Message
+from memeval.rundir.record import ToolCallRecord
 from memeval.tools import FixtureTools
 
 DEFAULT_MAX_TOOL_ROUNDS = 4

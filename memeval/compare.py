@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memeval.log import read_run
-from memeval.results import RunResults, ScenarioMetrics, load_results
+from memeval.rundir.record import read_run
+from memeval.rundir.results import RunResults, ScenarioMetrics, load_results
 
 Direction = Literal["fixed", "broke", "changed", "added", "removed"]
 

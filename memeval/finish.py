@@ -12,16 +12,16 @@ from rich.console import Console
 from memeval.gate import GateConfig, GateReport, check_gate, gate_table
 from memeval.grading.run import grade_run
 from memeval.junit import write_junit
-from memeval.log import TurnRecord, read_run
 from memeval.models.base import CallRecord
+from memeval.models.pool import ModelPool
 from memeval.progress import RunProgress
 from memeval.report.render import render_report
-from memeval.results import RunResults
+from memeval.rundir.record import TurnRecord, read_run
+from memeval.rundir.results import RunResults
 from memeval.runner import cache_path
 from memeval.tables import write_tables
-from memeval.tracing import setup_tracing
-from memeval.tracing_annotations import annotate_run
-from memeval.wiring import ModelPool
+from memeval.tracing.annotations import annotate_run
+from memeval.tracing.spans import setup_tracing
 
 
 @dataclass

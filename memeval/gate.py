@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from rich.table import Table
 
 from memeval.errors import ConfigError
-from memeval.results import (
+from memeval.rundir.results import (
     Ratio,
     RunResults,
     ScenarioMetrics,

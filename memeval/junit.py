@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from memeval.results import RunResults, TurnVerdicts, Verdict
+from memeval.rundir.results import RunResults, TurnVerdicts, Verdict
 
 
 def junit_tree(results: RunResults) -> ET.ElementTree:

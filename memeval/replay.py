@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from memeval.agent import Agent
-from memeval.log import ToolCallRecord, TurnRecord, append_event
 from memeval.models.base import CallRecord, Message
-from memeval.rundir import snapshot_path, utc_now
+from memeval.rundir.create import snapshot_path, utc_now
+from memeval.rundir.record import ToolCallRecord, TurnRecord, append_event
 from memeval.scenario.schema import ResolvedScenario, ResolvedSession, TurnSpec
 from memeval.systems.base import MemoryKey, MemorySystem, SessionStart
 from memeval.tools import FixtureTools
-from memeval.tracing_tools import TracedTools
+from memeval.tracing.tools import TracedTools
 from reference_memory.report import Status, UpdateReport
 from reference_memory.turn import Turn
 

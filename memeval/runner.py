@@ -13,22 +13,28 @@ from typing import Any
 
 from memeval.agent import Agent, ChatAgent
 from memeval.errors import ConfigError, RunDirError
-from memeval.log import RunInfo, TurnRecord, read_events, read_run, write_run
 from memeval.models.base import CallRecord, ChatModel
+from memeval.models.pool import ModelPool, memory_models
 from memeval.models.registry import build_model, describe, resolve_specs
 from memeval.plugins import load_attr
 from memeval.progress import RunProgress
 from memeval.replay import Unit, replay
-from memeval.rundir import new_run_id, prompt_hashes, sha256_file, utc_now, versions
+from memeval.rundir.create import new_run_id, prompt_hashes, sha256_file, utc_now, versions
+from memeval.rundir.record import (
+    RunInfo,
+    TurnRecord,
+    read_events,
+    read_run,
+    turn_from_record,
+    write_run,
+)
 from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario
 from memeval.strategy_defaults import choose_strategies
 from memeval.systems.base import MemorySystem
 from memeval.systems.factory import SystemEnv, build_system, check_memory_spec, memory_key
 from memeval.systems.traced import TracedMemorySystem
-from memeval.tracing import Tracing, setup_tracing
-from memeval.turns import turn_from_record
-from memeval.wiring import ModelPool, memory_models
+from memeval.tracing.spans import Tracing, setup_tracing
 from reference_memory import SKELETON
 from reference_memory.strategies import safety_by_name, updater_by_name
 

@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
-from memeval.log import TurnRecord, read_events
-from memeval.results import Latency, RunResults, ScenarioMetrics, Verdict
+from memeval.rundir.record import TurnRecord, read_events
+from memeval.rundir.results import Latency, RunResults, ScenarioMetrics, Verdict
 
 TABLES = ("turns", "questions", "facts", "llm_calls")
 

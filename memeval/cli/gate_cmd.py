@@ -38,7 +38,7 @@ def gate_command(
 
     from memeval.gate import check_gate, gate_config, gate_table, write_baseline
     from memeval.junit import write_junit
-    from memeval.results import load_results
+    from memeval.rundir.results import load_results
 
     config = gate_config(alpha, max_drop)
     if baseline is None and junit is None and write_baseline_to is None:

@@ -25,7 +25,7 @@ def grade_command(
 
     from memeval.grading.regrade import import_grades
     from memeval.tables import summary_table
-    from memeval.tracing_annotations import annotate_run
+    from memeval.tracing.annotations import annotate_run
 
     done = import_grades(run_dir, grades)
     annotate_run(run_dir, done.results)  # to the Phoenix the run was traced to, if any

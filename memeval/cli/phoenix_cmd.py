@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from memeval.cli.app import EXIT_INTERNAL, app, fail, handle_errors
-from memeval.phoenix_server import DEFAULT_DIR, DEFAULT_PORT, PhoenixServer
+from memeval.tracing.phoenix import DEFAULT_DIR, DEFAULT_PORT, PhoenixServer
 
 
 @app.command("phoenix")

@@ -10,8 +10,8 @@ import difflib
 from collections.abc import Sequence
 
 from memeval.grading.matching import check_fact, excerpt, find_any, matches, search
-from memeval.log import ToolCallRecord
-from memeval.results import CheckResult, Verdict
+from memeval.rundir.record import ToolCallRecord
+from memeval.rundir.results import CheckResult, Verdict
 from memeval.scenario.schema import Expect, Fact, Question
 
 __all__ = ["matches", "question_checks", "verdict_from_checks", "write_checks"]

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memeval.errors import MemevalError
-from memeval.results import GRADES_FILE, HumanGrade, Ratio, TurnVerdicts
+from memeval.rundir.results import GRADES_FILE, HumanGrade, Ratio, TurnVerdicts
 
 Target = Literal["question", "write"]
 GradeKey = tuple[str, int, str, str]  # (scenario, repeat, turn, target)

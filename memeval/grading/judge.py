@@ -20,9 +20,9 @@ from typing import Any
 
 import jinja2
 
-from memeval.log import TurnRecord
 from memeval.models.base import ChatModel, Message
-from memeval.results import JudgeResult
+from memeval.rundir.record import TurnRecord
+from memeval.rundir.results import JudgeResult
 from reference_memory.turn import Turn
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"

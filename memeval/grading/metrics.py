@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pandas as pd
 
-from memeval.log import TurnRecord
-from memeval.results import Latency, Ratio, ScenarioMetrics, TurnVerdicts
+from memeval.rundir.record import TurnRecord
+from memeval.rundir.results import Latency, Ratio, ScenarioMetrics, TurnVerdicts
 from memeval.tables import pipeline_seconds, turn_call_records
 
 

@@ -22,8 +22,8 @@ from memeval.grading.human import (
     save_grades,
 )
 from memeval.grading.run import grade_run
-from memeval.log import read_run
-from memeval.results import GRADES_FILE, RunResults, save_results
+from memeval.rundir.record import read_run
+from memeval.rundir.results import GRADES_FILE, RunResults, save_results
 from memeval.tables import write_tables
 
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memeval.grading.matching import check_fact
-from memeval.log import TurnRecord
-from memeval.results import CellState, Culprit, FactLoss, FactRetention
+from memeval.rundir.record import TurnRecord
+from memeval.rundir.results import CellState, Culprit, FactLoss, FactRetention
 from memeval.scenario.schema import Fact
 from reference_memory.edits import apply_ops as pipeline_apply_ops
 

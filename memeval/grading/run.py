@@ -29,9 +29,9 @@ from memeval.grading.judge import (
 from memeval.grading.metrics import scenario_metrics
 from memeval.grading.retention import ApplyOps, fact_retention
 from memeval.grading.verdicts import effective, headline
-from memeval.log import TurnRecord, read_events, read_run
 from memeval.models.base import ChatModel
-from memeval.results import (
+from memeval.rundir.record import TurnRecord, read_events, read_run
+from memeval.rundir.results import (
     GRADES_FILE,
     VERDICTS_FILE,
     JudgeResult,

@@ -8,7 +8,7 @@ verdict keeps its source.
 
 from __future__ import annotations
 
-from memeval.results import HumanGrade, JudgeResult, Verdict
+from memeval.rundir.results import HumanGrade, JudgeResult, Verdict
 
 
 def effective(check: Verdict, judge: JudgeResult | None, human: HumanGrade | None) -> Verdict:

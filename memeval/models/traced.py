@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from openinference.semconv.trace import SpanAttributes as SA
 
 from memeval.models.base import ChatModel, ChatResponse, Message
-from memeval.tracing_attrs import (
+from memeval.tracing.attributes import (
     EVALUATOR,
     GUARDRAIL,
     LLM,
@@ -27,7 +27,7 @@ from memeval.tracing_attrs import (
 )
 
 if TYPE_CHECKING:
-    from memeval.tracing import Tracing
+    from memeval.tracing.spans import Tracing
 
 WRAPPER_KIND = {"safety": GUARDRAIL, "judge": EVALUATOR}
 

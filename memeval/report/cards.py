@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from memeval.log import TurnRecord
 from memeval.report.diff import FileDiff, file_diff
-from memeval.results import TurnVerdicts
+from memeval.rundir.record import TurnRecord
+from memeval.rundir.results import TurnVerdicts
 
 FAILING = ("fail", "error")
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from memeval.compare import Comparison, group_by_scenario
-from memeval.log import read_events, read_run
 from memeval.report.render import REPORT_FILE, render_template, write_atomic
 from memeval.report.view import card_anchors
+from memeval.rundir.record import read_events, read_run
 
 COMPARE_FILE = "compare.html"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memeval.log import RunInfo
 from memeval.report.cards import Card, pretty
-from memeval.results import FactRetention
+from memeval.rundir.record import RunInfo
+from memeval.rundir.results import FactRetention
 
 
 @dataclass

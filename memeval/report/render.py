@@ -21,9 +21,9 @@ import jinja2
 from markupsafe import Markup
 
 from memeval.grading.run import grade_run
-from memeval.log import read_events, read_run
 from memeval.report.view import build_view
-from memeval.results import VERDICTS_FILE, RunResults, load_results
+from memeval.rundir.record import read_events, read_run
+from memeval.rundir.results import VERDICTS_FILE, RunResults, load_results
 
 REPORT_FILE = "report.html"
 

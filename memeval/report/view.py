@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memeval.log import RunInfo, TurnRecord
 from memeval.report.cards import Card, build_card
 from memeval.report.chart import Chart, SessionSpan, SizePoint, size_chart
 from memeval.report.diff import FileDiff, file_diff
 from memeval.report.grid import GridRow, attach_losses, grid_row
 from memeval.report.links import phoenix_base, phoenix_link
-from memeval.results import RunResults, ScenarioMetrics
+from memeval.rundir.record import RunInfo, TurnRecord
+from memeval.rundir.results import RunResults, ScenarioMetrics
 from reference_memory import CAP, TARGET, TRIGGER
 
 SIZE_LINES = [

@@ -15,13 +15,13 @@ from opentelemetry.trace import Span
 from opentelemetry.trace.status import Status, StatusCode
 
 from memeval.systems.base import MemoryKey, MemorySystem
-from memeval.tracing_attrs import CHAIN, RETRIEVER, Attributes, io_value, to_json
+from memeval.tracing.attributes import CHAIN, RETRIEVER, Attributes, io_value, to_json
 from reference_memory.report import Status as UpdateStatus
 from reference_memory.report import UpdateReport
 from reference_memory.turn import Turn
 
 if TYPE_CHECKING:
-    from memeval.tracing import Tracing
+    from memeval.tracing.spans import Tracing
 
 DOC = "retrieval.documents.0.document."
 FAILED = {

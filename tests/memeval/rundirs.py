@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memeval.log import RunInfo, ToolCallRecord, TurnRecord, append_event, write_run
+from memeval.rundir.record import RunInfo, ToolCallRecord, TurnRecord, append_event, write_run
 from memeval.scenario.schema import (
     Expect,
     Fact,

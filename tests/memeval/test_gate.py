@@ -14,7 +14,7 @@ from memeval.cli import app
 from memeval.gate import GateConfig, check_gate, fisher_one_sided
 from memeval.grading import grade_run
 from memeval.junit import write_junit
-from memeval.results import load_results
+from memeval.rundir.results import load_results
 from tests.memeval.rundirs import RunDirBuilder, memory
 
 QUESTION = {

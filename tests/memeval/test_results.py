@@ -10,7 +10,7 @@ import pytest
 
 from memeval.errors import RunDirError
 from memeval.grading import grade_run
-from memeval.results import Ratio, load_results
+from memeval.rundir.results import Ratio, load_results
 from tests.memeval.rundirs import build_sample_run
 
 

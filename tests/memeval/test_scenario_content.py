@@ -18,7 +18,7 @@ import pytest
 
 from memeval.grading.checks import question_checks
 from memeval.grading.matching import check_fact, find_any
-from memeval.log import ToolCallRecord
+from memeval.rundir.record import ToolCallRecord
 from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario, ResolvedSession, TurnSpec
 from reference_memory.document import CAP, SECTIONS, TARGET, TRIGGER, parse

@@ -6,7 +6,7 @@ import pytest
 
 from memeval.errors import ScenarioError
 from memeval.grading.checks import matches, question_checks, verdict_from_checks, write_checks
-from memeval.log import ToolCallRecord
+from memeval.rundir.record import ToolCallRecord
 from memeval.scenario.schema import Expect, Fact, Question
 from tests.memeval.rundirs import memory
 

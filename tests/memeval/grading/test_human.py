@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from memeval.cli import app
 from memeval.grading import grade_run
 from memeval.grading.human import GradesError, load_grades
-from memeval.results import load_results
+from memeval.rundir.results import load_results
 from tests.memeval.grading.test_judge import PASS, one_question_run, scripted_judge
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memeval.grading import grade_run
-from memeval.results import FactRetention
+from memeval.rundir.results import FactRetention
 from reference_memory.edits import apply_ops
 from tests.memeval.rundirs import RunDirBuilder, memory
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from memeval.cli import app
 from memeval.report.render import render_report
-from memeval.results import load_results
+from memeval.rundir.results import load_results
 from tests.memeval.report.conftest import chromium
 from tests.memeval.report.html import by_id, parse, text_of
 

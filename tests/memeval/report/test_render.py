@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from memeval.grading.run import grade_run
-from memeval.log import read_run, write_run
 from memeval.report.render import render_report
-from memeval.results import VERDICTS_FILE
+from memeval.rundir.record import read_run, write_run
+from memeval.rundir.results import VERDICTS_FILE
 from tests.memeval.report.conftest import edit_events, graded
 from tests.memeval.report.html import Element, by_id, parse, text_of
 from tests.memeval.rundirs import build_sample_run
@@ -205,8 +205,8 @@ def test_a_run_without_turns_renders_a_notice(tmp_path: Path) -> None:
 
 
 def test_a_snapshot_path_outside_the_run_is_never_read(tmp_path: Path) -> None:
-    from memeval.log import read_events
     from memeval.report.view import build_view
+    from memeval.rundir.record import read_events
 
     secret = tmp_path / "secret.md"
     secret.write_text("TOP SECRET CONTENT")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memeval.log import read_run, write_run
 from memeval.report.render import render_report
+from memeval.rundir.record import read_run, write_run
 from tests.memeval.report.conftest import chromium, graded
 from tests.memeval.report.html import Element, parse, text_of
 from tests.memeval.rundirs import RunDirBuilder, build_sample_run, memory

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memeval.cli.app import app
-from memeval.log import read_events, read_run
+from memeval.rundir.record import read_events, read_run
 
 runner = CliRunner()
 

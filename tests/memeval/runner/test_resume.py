@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memeval.log import read_events, read_run
+from memeval.rundir.record import read_events, read_run
 
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN = "tests.memeval.runner.slow_memory:factory"

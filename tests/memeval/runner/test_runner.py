@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from memeval.log import read_events, read_run
 from memeval.models.base import ChatResponse, ToolCall
 from memeval.models.scripted import FunctionModel
+from memeval.rundir.record import read_events, read_run
 from memeval.runner import RunOptions, execute
 
 MINI = Path(__file__).with_name("mini.yaml")

@@ -19,8 +19,8 @@ from memeval.scenario.schema import Tool
 from memeval.systems.base import MemoryKey
 from memeval.systems.traced import TracedMemorySystem
 from memeval.tools import FixtureTools
-from memeval.tracing import Tracing
-from memeval.tracing_tools import TracedTools
+from memeval.tracing.spans import Tracing
+from memeval.tracing.tools import TracedTools
 from reference_memory.report import (
     Attempt,
     CompactionReport,

@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from memeval.log import RunInfo, TurnRecord, append_event, write_run
-from memeval.results import HumanGrade, JudgeResult, RunResults, TurnVerdicts, Verdict
-from memeval.tracing_annotations import annotate_run, annotations_from_results, log_annotations
+from memeval.rundir.record import RunInfo, TurnRecord, append_event, write_run
+from memeval.rundir.results import HumanGrade, JudgeResult, RunResults, TurnVerdicts, Verdict
+from memeval.tracing.annotations import annotate_run, annotations_from_results, log_annotations
 
 from .test_unreachable import free_port
 

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memeval.cli import app
-from memeval.phoenix_server import SETTINGS, PhoenixServer, free_port, phoenix_installed
+from memeval.tracing.phoenix import SETTINGS, PhoenixServer, free_port, phoenix_installed
 from tests.conftest import require_service
 
 

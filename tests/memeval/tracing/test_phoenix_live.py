@@ -11,10 +11,10 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from memeval.log import read_events, read_run
-from memeval.phoenix_server import PhoenixServer, phoenix_installed, running_phoenix
-from memeval.tracing import setup_tracing
-from memeval.tracing_annotations import Annotation, log_annotations
+from memeval.rundir.record import read_events, read_run
+from memeval.tracing.annotations import Annotation, log_annotations
+from memeval.tracing.phoenix import PhoenixServer, phoenix_installed, running_phoenix
+from memeval.tracing.spans import setup_tracing
 from tests.conftest import require_service
 
 from .clirun import memeval_run

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode, format_span_id, format_trace_id
 
-from memeval.tracing import Tracing, setup_tracing
+from memeval.tracing.spans import Tracing, setup_tracing
 
 from .flow import BIG_FILE, RUN_ID, SCENARIO, SEVENTY, USER, run_flow
 

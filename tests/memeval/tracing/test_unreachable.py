@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memeval.errors import ConfigError
-from memeval.log import read_events, read_run
-from memeval.tracing import setup_tracing
-from memeval.tracing_endpoint import normalize_endpoint
+from memeval.rundir.record import read_events, read_run
+from memeval.tracing.endpoint import normalize_endpoint
+from memeval.tracing.spans import setup_tracing
 
 from .clirun import memeval_run
 from .flow import run_flow

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memeval.errors import RunDirError
+from reference_memory.turn import Turn
 
 SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
@@ -138,3 +139,8 @@ def iter_events(run_dir: Path) -> Iterator[TurnRecord]:
 
 def read_events(run_dir: Path) -> list[TurnRecord]:
     return list(iter_events(run_dir))
+
+
+def turn_from_record(record: TurnRecord) -> Turn:
+    """The pipeline's Turn for a saved turn (a resumed run replays these into memory)."""
+    return Turn(messages=list(record.messages), completed=record.agent_error is None)

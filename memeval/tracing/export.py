@@ -15,7 +15,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from memeval.tracing_endpoint import TRACES_PATH, auth_headers
+from memeval.tracing.endpoint import TRACES_PATH, auth_headers
 
 _OTLP_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
 BATCH_SIZE = 64  # spans carry whole memory files and conversations: keep requests moderate

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import httpx
 
-from memeval.log import TurnRecord, read_events, read_run
-from memeval.results import RunResults, TurnVerdicts
-from memeval.tracing_endpoint import auth_headers, check_health, normalize_endpoint
+from memeval.rundir.record import TurnRecord, read_events, read_run
+from memeval.rundir.results import RunResults, TurnVerdicts
+from memeval.tracing.endpoint import auth_headers, check_health, normalize_endpoint
 
 AnnotatorKind = Literal["CODE", "LLM", "HUMAN"]
 KIND_OF_SOURCE: dict[str, AnnotatorKind] = {"check": "CODE", "judge": "LLM", "human": "HUMAN"}

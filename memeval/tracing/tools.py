@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from openinference.semconv.trace import SpanAttributes as SA
 
 from memeval.tools import FixtureTools
-from memeval.tracing_attrs import TOOL, io_value
+from memeval.tracing.attributes import TOOL, io_value
 
 if TYPE_CHECKING:
-    from memeval.tracing import Tracing
+    from memeval.tracing.spans import Tracing
 
 
 def traced_tool(

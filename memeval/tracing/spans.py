@@ -26,9 +26,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
-from memeval import tracing_endpoint as endpoint
 from memeval.errors import ConfigError
-from memeval.tracing_attrs import AGENT, CHAIN, KIND, Attributes, io_value, to_json
+from memeval.tracing import endpoint
+from memeval.tracing.attributes import AGENT, CHAIN, KIND, Attributes, io_value, to_json
 
 PROJECT_ATTRIBUTE = "openinference.project.name"
 SESSION_ID = "session.id"
@@ -333,7 +333,7 @@ def setup_tracing(
     if exporter is not None:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
     else:
-        from memeval.tracing_export import batch_processor
+        from memeval.tracing.export import batch_processor
 
         assert url is not None
         provider.add_span_processor(batch_processor(url, export_timeout_s))
