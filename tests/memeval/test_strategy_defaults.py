@@ -9,7 +9,7 @@ from memeval.models.registry import resolve_specs
 from memeval.runner import strategy_objects
 from memeval.strategy_defaults import LOCAL_OPS_MAX_TOKENS, choose_strategies, default_strategies
 from reference_memory import FileMemory, SQLiteStore
-from tests.reference_memory.scripted import ALLOW, add, ops, roles, turn
+from reference_memory.testing import ALLOW, add, ops, roles, turn
 
 
 def test_the_embedded_default_gets_the_small_model_strategies() -> None:

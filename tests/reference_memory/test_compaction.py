@@ -14,7 +14,7 @@ from reference_memory import (
 )
 from reference_memory.document import missing_sections
 
-from .scripted import ALLOW, add, block, ops, roles, turn
+from reference_memory.testing import ALLOW, add, block, ops, roles, turn
 
 PROFILE = "- [user] Dana leads ML evaluation at Acme"
 NOTE = add("## Conventions", "- [user] Datasets have exactly 70 rows")

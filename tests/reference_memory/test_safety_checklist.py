@@ -12,7 +12,7 @@ from reference_memory import SKELETON, FileMemory, SQLiteStore, Status
 from reference_memory.safety_checklist import CHECKLIST_SCHEMA, QUESTIONS, ChecklistSafety
 from reference_memory.safety_rules import findings, reports_injection
 
-from .scripted import ScriptedModel, add, ops, roles, turn
+from reference_memory.testing import ScriptedModel, add, ops, roles, turn
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
 from benchmarks.strategy_cases import load_safety_cases

@@ -1,7 +1,11 @@
-"""A scripted model for tests: answers from a script in order and raises when it runs out.
+"""Testing the pipeline without a model: a scripted model and helpers to write its script.
 
-An answer is a string, an exception to raise, or a callable taking the request (sync or async)
-and returning a string. Every request is kept for assertions.
+For anyone who lifts the pipeline into an agent and tests it there: `ScriptedModel` answers
+from a script in order and raises `ScriptExhausted` when it runs out (a call nobody scripted
+fails the test instead of getting an invented answer). An answer is a string, an exception to
+raise, or a callable taking the request (sync or async) and returning a string. Every request
+is kept for assertions. `roles()` gives one scripted model per pipeline role; `ops`, `add`,
+`replace`, `ALLOW` and `block` write the updater's and the safety gate's answers.
 """
 
 from __future__ import annotations
@@ -81,14 +85,17 @@ def roles(
 
 
 def ops(*items: Mapping[str, str]) -> str:
+    """The updater's answer proposing these edit ops."""
     return json.dumps({"ops": list(items)})
 
 
 def add(anchor: str, text: str) -> dict[str, str]:
+    """An `add` op: `text` goes in after the line `anchor` ends on."""
     return {"op": "add", "anchor": anchor, "text": text}
 
 
 def replace(old: str, new: str) -> dict[str, str]:
+    """A `replace` op (`new` = "" deletes)."""
     return {"op": "replace", "old": old, "new": new}
 
 
@@ -96,10 +103,12 @@ ALLOW = json.dumps({"verdict": "allow", "reason": "ordinary fact"})
 
 
 def block(reason: str = "instruction aimed at the assistant") -> str:
+    """The safety gate's answer blocking a piece of new text."""
     return json.dumps({"verdict": "block", "reason": reason})
 
 
 def turn(user: str = "Datasets should always have exactly 70 rows.", reply: str = "Noted.") -> Turn:
+    """A completed turn: the user's message, a tool call with its result, and a reply."""
     return Turn(
         messages=[
             {"role": "user", "content": user},
