@@ -136,14 +136,14 @@ def run_calls(run_dir: Path) -> list[Call]:
     """Every call of a run: turn calls from events.jsonl, judge calls from verdicts.json."""
     calls = [
         Call(
-            role=str(c.get("role", "")),
+            role=c.role,
             turn=r.turn,
-            prompt_tokens=int(c.get("prompt_tokens") or 0),
-            completion_tokens=int(c.get("completion_tokens") or 0),
-            cached_prompt_tokens=int(c.get("cached_prompt_tokens") or 0),
-            latency_s=float(c.get("latency_s") or 0.0),
-            cached=bool(c.get("cached")),
-            error=c.get("error"),
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            cached_prompt_tokens=c.cached_prompt_tokens,
+            latency_s=c.latency_s,
+            cached=c.cached,
+            error=c.error,
         )
         for r in read_events(run_dir)
         for c in r.calls

@@ -30,8 +30,9 @@ from _common import ROLE_ORDER, ROOT, machine, run_turns, table
 
 from memeval.models.base import ChatResponse, Message
 from memeval.models.fake import FakeModel
+from memeval.models.spec import parse_spec
 from memeval.models.synth import synthesize
-from memeval.rundir.record import TurnRecord
+from memeval.rundir.record import ModelCall, TurnRecord
 from memeval.runner import RunOptions, execute
 from reference_memory import TARGET
 
@@ -95,7 +96,7 @@ def _cut_to_target(prompt: str) -> str:
 def stand_in_run(scenario: str, out: Path) -> list[TurnRecord]:
     options = RunOptions(
         targets=[scenario],
-        model="fake",
+        model=parse_spec("fake"),
         out=out,
         chat_models={role: Writer(role) for role in MEMORY_ROLES},
         progress=False,
@@ -105,10 +106,9 @@ def stand_in_run(scenario: str, out: Path) -> list[TurnRecord]:
 
 
 def turn_class(record: TurnRecord) -> str:
-    update = record.update or {}
-    if update.get("compaction"):
+    if record.update.compaction is not None:
         return "compaction"
-    return "write" if update.get("status") == "written" else "no write"
+    return "write" if record.update.status == "written" else "no write"
 
 
 def per_turn_table(records: list[TurnRecord]) -> str:
@@ -125,7 +125,7 @@ def per_turn_table(records: list[TurnRecord]) -> str:
         budget = BUDGET["compaction" if name == "compaction" else "normal"]
         row: list[Any] = [name, len(group)]
         for role in ROLE_ORDER[:-1]:  # the judge runs after the turns
-            n = [sum(1 for c in r.calls if c.get("role") == role) for r in group]
+            n = [sum(1 for c in r.calls if c.role == role) for r in group]
             row.append(f"{sum(n) / len(group):.2f}")
         row += [
             f"{sum(counts) / len(group):.2f} / {max(counts)}",
@@ -139,17 +139,17 @@ def per_turn_table(records: list[TurnRecord]) -> str:
 
 def tokens_table(records: list[TurnRecord]) -> str:
     """Prompt and completion tokens per call and per turn, by role."""
-    calls: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    calls: dict[str, list[ModelCall]] = defaultdict(list)
     for r in records:
         for c in r.calls:
-            calls[str(c.get("role"))].append(c)
+            calls[c.role].append(c)
     rows = []
     for role in ROLE_ORDER[:-1]:
         cs = calls.get(role, [])
         if not cs:
             continue
-        prompt = sum(int(c.get("prompt_tokens") or 0) for c in cs)
-        completion = sum(int(c.get("completion_tokens") or 0) for c in cs)
+        prompt = sum(c.prompt_tokens for c in cs)
+        completion = sum(c.completion_tokens for c in cs)
         rows.append(
             [
                 role,
@@ -164,7 +164,7 @@ def tokens_table(records: list[TurnRecord]) -> str:
 
 
 def _memory_calls(record: TurnRecord) -> int:
-    return sum(1 for c in record.calls if c.get("role") in MEMORY_ROLES)
+    return sum(1 for c in record.calls if c.role in MEMORY_ROLES)
 
 
 def newest_embedded_run() -> Path | None:
@@ -191,7 +191,7 @@ def main() -> None:
         print("\n2. no saved run with real tokens: run benchmarks/embedded.py or pass --run-dir")
     else:
         real = run_turns(run_dir)
-        models = sorted({str(c.get("model")) for r in real for c in r.calls})
+        models = sorted({c.model for r in real for c in r.calls})
         print(f"\n2. {run_dir.name} ({', '.join(models)}): {len(real)} turns")
         print(per_turn_table(real))
         print(tokens_table(real))

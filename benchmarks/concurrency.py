@@ -25,6 +25,7 @@ from _common import machine, run_calls, run_turns, table
 
 from memeval.models.base import ChatResponse, Message
 from memeval.models.fake import FakeModel
+from memeval.models.spec import parse_spec
 from memeval.runner import RunOptions, execute
 
 PIPELINE = ("agent", "summarizer", "updater", "safety", "compactor")
@@ -58,7 +59,7 @@ def replay(targets: list[str], repeat: int, concurrency: int, latency: float, ou
     model = SlowFake(latency)
     options = RunOptions(
         targets=targets,
-        model="fake",
+        model=parse_spec("fake"),
         repeat=repeat,
         concurrency=concurrency,
         out=out,

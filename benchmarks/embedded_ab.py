@@ -32,7 +32,7 @@ from _common import ROLE_ORDER, machine, table
 from memeval.models import guard
 from memeval.models.base import ChatResponse, Message
 from memeval.models.local import LocalModel, _Engine
-from memeval.models.registry import LOCAL_DEFAULTS
+from memeval.models.spec import LOCAL_DEFAULTS
 from memeval.models.weights import LocalModelInfo, lookup
 from memeval.runner import RunOptions, execute
 from memeval.systems.factory import SystemEnv

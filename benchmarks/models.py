@@ -4,7 +4,7 @@ Speed (default): load time, prompt and generation tokens/s, a cold call of ~3,00
 (an agent request with a near-cap memory file), the same prefix again with a new question
 (llama.cpp prefix cache), and again after another role used the shared instance in between.
 `--roles` adds a few realistic cases per role built with the pipeline's, the agent's and the
-judge's real prompts, scored automatically, to choose registry.LOCAL_DEFAULTS.
+judge's real prompts, scored automatically, to choose spec.LOCAL_DEFAULTS.
 
     .venv/bin/python benchmarks/models.py [--models 0.5b,1.5b] [--roles] [--skip-speed]
 """

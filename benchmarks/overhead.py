@@ -35,10 +35,8 @@ def one_run(store: str | None, out: Path) -> dict[str, float]:
     created = datetime.fromisoformat(info.created_at)
     replay = replay_wall(run.run_dir)
     turns = run_turns(run.run_dir)
-    harness = [
-        r.timings["turn_s"] - sum(float(c.get("latency_s") or 0) for c in r.calls) for r in turns
-    ]
-    model_s = sum(float(c.get("latency_s") or 0) for r in turns for c in r.calls)
+    harness = [r.timings["turn_s"] - sum(c.latency_s for c in r.calls) for r in turns]
+    model_s = sum(c.latency_s for r in turns for c in r.calls)
     startup = (created - spawned).total_seconds()
     return {
         "wall": run.wall_s,

@@ -40,6 +40,7 @@ from benchmarks.strategy_cases import (
 )
 from memeval.models.adapter import as_memory_model
 from memeval.models.local import LocalModel
+from memeval.models.spec import ModelSpec
 from memeval.runner import strategy_objects
 from memeval.strategy_defaults import choose_strategies
 from reference_memory import FileMemory, SQLiteStore, UpdateReport
@@ -75,7 +76,8 @@ async def run_updater(
     model: MemoryModel, model_name: str, name: str, gate: str, case: UpdaterCase
 ) -> dict[str, Any]:
     # the strategies and output bound `memeval run` gives an embedded model in these roles
-    roles = {"updater": f"local:{model_name}", "safety": f"local:{model_name}"}
+    spec = ModelSpec("local", model_name)
+    roles = {"updater": spec, "safety": spec}
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(Path(tmp) / "memory.db")
         if case.file != "skeleton":

@@ -2,7 +2,7 @@
 
 Typical use: the same scenarios before and after a prompt change. Verdicts are matched by
 (scenario, turn, target); with repeats, each side is the list of its repeats' verdicts, so
-"3/5 → 5/5 pass" is one row rather than five. Reads only the two run directories.
+"3/5 → 5/5 pass" is one row rather than five. Reads only the two saved runs.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memeval.rundir.record import read_run
-from memeval.rundir.results import RunResults, ScenarioMetrics, load_results
+from memeval.rundir.results import RunResults, ScenarioMetrics
+from memeval.rundir.saved import SavedRun
 
 Direction = Literal["fixed", "broke", "changed", "added", "removed"]
 
@@ -78,14 +78,28 @@ class ScenarioDeltas:
 
 @dataclass
 class Comparison:
-    run_a: str
-    run_b: str
-    dir_a: Path
-    dir_b: Path
+    a: SavedRun
+    b: SavedRun
     flips: list[Flip] = field(default_factory=list)
     scenarios: list[ScenarioDeltas] = field(default_factory=list)
     only_a: list[str] = field(default_factory=list)  # scenarios only run A has
     only_b: list[str] = field(default_factory=list)
+
+    @property
+    def run_a(self) -> str:
+        return self.a.run_id
+
+    @property
+    def run_b(self) -> str:
+        return self.b.run_id
+
+    @property
+    def dir_a(self) -> Path:
+        return self.a.path
+
+    @property
+    def dir_b(self) -> Path:
+        return self.b.path
 
     @property
     def fixed(self) -> int:
@@ -96,13 +110,10 @@ class Comparison:
         return sum(1 for f in self.flips if f.direction == "broke")
 
 
-def compare_runs(dir_a: Path, dir_b: Path) -> Comparison:
+def compare_runs(a: SavedRun, b: SavedRun) -> Comparison:
     """Compare two graded runs (each needs verdicts.json: run `memeval grade` first)."""
-    dir_a, dir_b = Path(dir_a), Path(dir_b)
-    for run_dir in (dir_a, dir_b):
-        read_run(run_dir)  # a clear one-line error when either is not a run directory
-    res_a, res_b = load_results(dir_a), load_results(dir_b)
-    cmp = Comparison(res_a.run_id, res_b.run_id, dir_a, dir_b)
+    res_a, res_b = a.graded(), b.graded()
+    cmp = Comparison(a, b)
     cmp.flips = _flips(res_a, res_b)
     names_a = [m.scenario for m in res_a.metrics]
     names_b = [m.scenario for m in res_b.metrics]

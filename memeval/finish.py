@@ -1,5 +1,5 @@
-"""After the turns are played: grade, write tables and report.html, send grades to Phoenix,
-write JUnit XML and compare with a baseline. Reads only the saved run directory."""
+"""After the turns are played: grade, publish (verdicts, tables, report.html, grades to
+Phoenix), write JUnit XML and compare with a baseline. Reads only the saved run."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from memeval.gate import GateConfig, GateReport, check_gate, gate_table
 from memeval.grading.run import grade_run
 from memeval.junit import write_junit
 from memeval.models.base import CallRecord
-from memeval.models.pool import ModelPool
+from memeval.models.pool import ModelPool, cache_path
+from memeval.models.spec import parse_spec
 from memeval.progress import RunProgress
-from memeval.report.render import render_report
-from memeval.rundir.record import TurnRecord, read_run
+from memeval.publish import publish
+from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults
-from memeval.runner import cache_path
-from memeval.tables import write_tables
-from memeval.tracing.annotations import annotate_run
+from memeval.rundir.saved import SavedRun
+from memeval.summary import summary_line, summary_table
 from memeval.tracing.spans import setup_tracing
 
 
@@ -46,15 +46,18 @@ async def finish_run(
     gate: GateConfig | None = None,
     progress: bool = False,
 ) -> Finished:
-    info = read_run(run_dir)
-    phoenix = info.phoenix or {}
+    run = SavedRun.open(run_dir)
+    info = run.info
+    phoenix = info.phoenix
     # Judge calls join each question's own trace in the Phoenix the run was traced to.
-    tracing = setup_tracing(phoenix.get("url"), str(phoenix.get("project") or "memeval"))
+    tracing = setup_tracing(
+        phoenix.url if phoenix else None, (phoenix.project if phoenix else "") or "memeval"
+    )
     judge_model = None
     pool = None
     if judge and "judge" in info.models:
-        use_cache = bool(info.config.get("cache", True))
-        pool = ModelPool(info.models, cache_path() if use_cache else None)
+        specs = {"judge": parse_spec(info.models["judge"])}
+        pool = ModelPool(specs, cache_path() if info.config.cache else None)
         sink: list[CallRecord] = []
         judge_model = pool.for_unit(["judge"], 0, sink, tracing)["judge"]
     bar = RunProgress(enabled=progress and judge_model is not None)
@@ -69,7 +72,7 @@ async def finish_run(
     try:
         with bar:
             results = await grade_run(
-                run_dir,
+                run,
                 judge_model,
                 judge_writes=judge_writes,
                 judge_scope=lambda record: tracing.under(record.trace_id, record.span_id),
@@ -79,20 +82,15 @@ async def finish_run(
         if pool is not None:
             pool.close()
         tracing.shutdown()
-    write_tables(run_dir, results)
-    report = render_report(run_dir)
-    annotate_run(run_dir, results)
-    done = Finished(results=results, report=report)
+    done = Finished(results=results, report=publish(run, results).report)
     if junit is not None:
         done.junit = write_junit(results, junit)
     if baseline is not None:
-        done.gate = check_gate(run_dir, baseline, gate or GateConfig())
+        done.gate = check_gate(results, baseline, gate or GateConfig())
     return done
 
 
 def print_summary(done: Finished, console: Console | None = None) -> None:
-    from memeval.tables import summary_line, summary_table
-
     console = console or Console()
     if console.width >= 120:  # the table needs room; the lines below say the same in brief
         console.print(summary_table(done.results))

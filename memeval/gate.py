@@ -184,18 +184,18 @@ def load_baseline(spec: Path) -> tuple[str, list[ScenarioMetrics]]:
     return f"{spec} (run {baseline.run_id})", baseline.metrics
 
 
-def write_baseline(run_dir: Path, path: Path) -> Path:
-    """Save the run's per-scenario metrics as a small JSON to commit next to the prompts."""
-    results = load_results(run_dir)
+def write_baseline(results: RunResults, path: Path) -> Path:
+    """Save a graded run's per-scenario metrics as a small JSON to commit next to the prompts."""
     stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     baseline = Baseline(run_id=results.run_id, created_at=stamp, metrics=results.metrics)
     Path(path).write_text(baseline.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return Path(path)
 
 
-def check_gate(run_dir: Path, baseline: Path, config: GateConfig = GateConfig()) -> GateReport:
+def check_gate(
+    results: RunResults, baseline: Path, config: GateConfig = GateConfig()
+) -> GateReport:
     """Compare a graded run with a baseline; `memeval gate` and `memeval run --baseline`."""
-    results = load_results(run_dir)
     label, base = load_baseline(baseline)
     return compare(results.metrics, base, config, run_id=results.run_id, baseline_label=label)
 

@@ -10,12 +10,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from memeval.agent import Agent
 from memeval.models.base import CallRecord, Message
 from memeval.rundir.create import snapshot_path, utc_now
-from memeval.rundir.record import ToolCallRecord, TurnRecord, append_event
+from memeval.rundir.record import ModelCall, ToolCallRecord, TurnRecord, append_event
+from memeval.rundir.update import UpdateRecord
 from memeval.scenario.schema import ResolvedScenario, ResolvedSession, TurnSpec
-from memeval.systems.base import MemoryKey, MemorySystem, SessionStart
+from memeval.systems.base import MemoryKey, MemorySystem, SessionAware, SessionStart
 from memeval.tools import FixtureTools
 from memeval.tracing.tools import TracedTools
 from reference_memory.report import Status, UpdateReport
@@ -113,12 +116,11 @@ async def replay(unit: Unit, run_dir: Path, on_turn: ProgressHook | None = None)
 
 
 async def _start_session(unit: Unit, session: ResolvedSession) -> None:
-    hook = getattr(unit.system, "start_session", None)
-    if callable(hook):
+    if isinstance(unit.system, SessionAware):
         start = SessionStart(
             id=session.id, kind=session.kind, reference_memory=session.reference_memory
         )
-        await hook(unit.key, start)
+        await unit.system.start_session(unit.key, start)
 
 
 async def _play_turn(
@@ -175,13 +177,13 @@ async def _play_turn(
         answer=answer,
         tool_calls=tool_calls,
         memory_context=memory_context,
-        expect=turn.expect.model_dump() if turn.expect else None,
-        question=turn.question.model_dump() if turn.question else None,
-        update=update.to_dict(),
+        expect=turn.expect,
+        question=turn.question,
+        update=_update_record(update),
         snapshot=rel,
         file_chars=len(snapshot),
         timings=timings,
-        calls=[asdict(call) for call in unit.calls],
+        calls=[ModelCall.model_validate(asdict(call)) for call in unit.calls],
         agent_error=agent_error,
         trace_id=trace_id,
         span_id=span_id,
@@ -189,6 +191,18 @@ async def _play_turn(
         finished_at=utc_now(),
     )
     return record
+
+
+def _update_record(report: UpdateReport) -> UpdateRecord:
+    """The report as the run saves it; a custom system's report that does not fit the record
+    is saved as a failed update saying why, never a crashed run."""
+    try:
+        return UpdateRecord.from_report(report)
+    except (ValidationError, TypeError, AttributeError) as exc:
+        first = str(exc).splitlines()[0]
+        return UpdateRecord(
+            status=Status.FAILED.value, errors=[f"unreadable update report: {first}"]
+        )
 
 
 async def _observe(unit: Unit, turn: Turn) -> UpdateReport:

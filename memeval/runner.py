@@ -4,7 +4,6 @@ turn into reports/<run-id>/, and resume an interrupted run where it stopped."""
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -14,15 +13,19 @@ from typing import Any
 from memeval.agent import Agent, ChatAgent
 from memeval.errors import ConfigError, RunDirError
 from memeval.models.base import CallRecord, ChatModel
-from memeval.models.pool import ModelPool, memory_models
-from memeval.models.registry import build_model, describe, resolve_specs
+from memeval.models.pool import ModelPool, cache_path, memory_models
+from memeval.models.registry import build_model, describe
+from memeval.models.spec import ModelSpec, parse_spec, resolve_specs
 from memeval.plugins import load_attr
 from memeval.progress import RunProgress
 from memeval.replay import Unit, replay
 from memeval.rundir.create import new_run_id, prompt_hashes, sha256_file, utc_now, versions
 from memeval.rundir.record import (
+    PhoenixTarget,
+    RunConfig,
     RunInfo,
     TurnRecord,
+    UnitRef,
     read_events,
     read_run,
     turn_from_record,
@@ -31,7 +34,7 @@ from memeval.rundir.record import (
 from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario
 from memeval.strategy_defaults import choose_strategies
-from memeval.systems.base import MemorySystem
+from memeval.systems.base import Closeable, MemoryKey, MemorySystem, Restorable
 from memeval.systems.factory import SystemEnv, build_system, check_memory_spec, memory_key
 from memeval.systems.traced import TracedMemorySystem
 from memeval.tracing.spans import Tracing, setup_tracing
@@ -45,8 +48,8 @@ PIPELINE_SYSTEMS = ("file",)
 class RunOptions:
     targets: list[str] = field(default_factory=list)
     memory: str = "file"
-    model: str | None = None
-    role_models: dict[str, str | None] = field(default_factory=dict)
+    model: ModelSpec | None = None  # every role
+    role_models: dict[str, ModelSpec | None] = field(default_factory=dict)
     agent: str | None = None
     repeat: int = 1
     concurrency: int = 1
@@ -71,11 +74,6 @@ class RunOutcome:
     info: RunInfo
 
 
-def cache_path() -> Path:
-    root = os.environ.get("MEMEVAL_CACHE_DIR") or Path.home() / ".cache" / "memeval"
-    return Path(root) / "responses.sqlite"
-
-
 def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]:
     """Create (or reopen, for --resume) the run directory and its run.json."""
     if options.resume is not None:
@@ -83,8 +81,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         info = read_run(run_dir)
         if info.status == "complete":
             raise RunDirError(f"{run_dir}: run is already complete; nothing to resume")
-        scenarios = [ResolvedScenario.model_validate(s) for s in info.scenarios.values()]
-        return run_dir, info, scenarios
+        return run_dir, info, list(info.scenarios.values())
     if not options.targets:
         raise ConfigError("name at least one scenario (see `memeval scenarios list`)")
     if options.repeat < 1 or options.concurrency < 1:
@@ -94,12 +91,16 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
     if len(set(names)) != len(names):
         raise ConfigError(f"scenario named twice: {', '.join(names)}")
     roles = needed_roles(options.memory)
-    specs = resolve_specs(options.model, options.role_models)
-    specs.update({role: model.name for role, model in options.chat_models.items()})
+    given = options.chat_models
+    specs = {
+        role: spec
+        for role, spec in resolve_specs(options.model, options.role_models).items()
+        if role not in given
+    }
     strategies = choose_strategies(specs, options.updater, options.safety)
     check_memory_spec(options.memory)
     for role in roles:  # a missing key or weights package fails now, before anything is written
-        if role not in options.chat_models:
+        if role not in given:
             build_model(specs[role])
     if options.agent:
         load_attr(options.agent, "--agent")
@@ -111,27 +112,29 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         created_at=utc_now(),
         argv=options.argv,
         memory=options.memory,
-        config={
-            "repeat": options.repeat,
-            "concurrency": options.concurrency,
-            "cache": options.cache,
-            "store": "postgresql" if options.store else "sqlite",
-            "agent": options.agent or "chat",
-            "roles": roles,
-        },
-        models={role: specs[role] for role in roles},
+        config=RunConfig(
+            repeat=options.repeat,
+            concurrency=options.concurrency,
+            cache=options.cache,
+            store="postgresql" if options.store else "sqlite",
+            agent=options.agent or "chat",
+            roles=roles,
+        ),
+        models={role: given[role].name if role in given else str(specs[role]) for role in roles},
         strategies=strategies if "updater" in roles else {},
         model_info={
-            role: {"backend": "given", "name": specs[role]}
-            if role in options.chat_models
+            role: {"backend": "given", "name": given[role].name}
+            if role in given
             else describe(specs[role])
             for role in roles
         },
         versions=versions(),
         prompt_hashes=prompt_hashes(),
         scenario_hashes=_scenario_hashes(scenarios),
-        scenarios={s.name: s.model_dump(mode="json") for s in scenarios},
-        units=[{"scenario": s.name, "repeat": k} for s in scenarios for k in range(options.repeat)],
+        scenarios={s.name: s for s in scenarios},
+        units=[
+            UnitRef(scenario=s.name, repeat=k) for s in scenarios for k in range(options.repeat)
+        ],
     )
     write_run(run_dir, info)
     return run_dir, info, scenarios
@@ -147,15 +150,16 @@ def needed_roles(memory: str) -> list[str]:
 async def execute(options: RunOptions) -> RunOutcome:
     run_dir, info, scenarios = prepare(options)
     config = info.config
-    repeat, concurrency = int(config["repeat"]), int(options.concurrency or config["concurrency"])
-    pool = ModelPool(
-        info.models,
-        cache_path() if config.get("cache", True) else None,
-        given=options.chat_models,
-    )
+    repeat, concurrency = config.repeat, options.concurrency or config.concurrency
+    specs = {  # the saved run's specs (a resumed run is read back from run.json)
+        role: parse_spec(spec)
+        for role, spec in info.models.items()
+        if role not in options.chat_models
+    }
+    pool = ModelPool(specs, cache_path() if config.cache else None, given=options.chat_models)
     tracing = setup_tracing(options.phoenix, options.project or f"memeval-{info.run_id}")
     if tracing.enabled:
-        info.phoenix = {"url": tracing.url, "project": tracing.project}
+        info.phoenix = PhoenixTarget(url=tracing.url, project=tracing.project)
     done = _completed(run_dir)
     info.status, info.finished_at = "running", None
     write_run(run_dir, info)
@@ -242,7 +246,7 @@ async def _run_unit(
             scenario=scenario,
             repeat=repeat,
             system=TracedMemorySystem(system, tracing),
-            agent=_build_agent(info.config.get("agent", "chat"), chat["agent"]),
+            agent=_build_agent(info.config.agent, chat["agent"]),
             key=key,
             calls=sink,
             tracing=tracing,
@@ -252,22 +256,22 @@ async def _run_unit(
         try:
             await replay(unit, run_dir, on_turn)
         finally:
-            close = getattr(system, "close", None)
-            if callable(close):
-                close()
+            if isinstance(system, Closeable):
+                system.close()
 
 
-async def _restore(system: Any, key: Any, run_dir: Path, done: list[TurnRecord]) -> None:
+async def _restore(
+    system: MemorySystem, key: MemoryKey, run_dir: Path, done: list[TurnRecord]
+) -> None:
     """Bring a resumed unit's memory back to its last complete turn."""
-    restore = getattr(system, "restore", None)
-    if not callable(restore):
+    if not isinstance(system, Restorable):
         return
     if done:
         path = run_dir / done[-1].snapshot
         text = path.read_text("utf-8") if path.is_file() else ""
-        await restore(key, text, [(r.session, turn_from_record(r)) for r in done])
-    elif getattr(system, "name", "") == "file":
-        await restore(key, SKELETON, [])
+        await system.restore(key, text, [(r.session, turn_from_record(r)) for r in done])
+    elif system.name == "file":
+        await system.restore(key, SKELETON, [])
 
 
 def strategy_objects(strategies: dict[str, str]) -> dict[str, Any]:
@@ -287,8 +291,8 @@ def _build_agent(spec: str, model: ChatModel) -> Agent:
     if spec == "chat":
         return ChatAgent(model)
     target = load_attr(spec, "--agent")
-    agent = target(model) if callable(target) and not hasattr(target, "respond") else target
-    if not callable(getattr(agent, "respond", None)):
+    agent = target(model) if callable(target) and not isinstance(target, Agent) else target
+    if not isinstance(agent, Agent):
         raise ConfigError(f"--agent {spec!r} did not give an agent (needs async respond())")
     return agent
 

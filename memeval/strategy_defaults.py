@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memeval.errors import ConfigError
+from memeval.models.spec import ModelSpec
 from reference_memory.strategies import SAFETY, UPDATERS
 
 LOCAL_UPDATER: dict[str, str] = {
@@ -34,20 +35,20 @@ attempts in a row; at 1,024 tokens that cost up to ~7 minutes for one turn on a 
 A batch cut off here is a failed attempt like any other (the retry says so)."""
 
 
-def default_strategies(specs: Mapping[str, str]) -> dict[str, str]:
+def default_strategies(specs: Mapping[str, ModelSpec]) -> dict[str, str]:
     """role specs -> {"updater": name, "safety": name}, each from the model serving that role."""
     chosen = dict(DEFAULTS)
-    updater_model = _local_name(specs.get("updater", ""))
+    updater_model = _local_name(specs.get("updater"))
     if updater_model is not None:
         chosen["updater"] = LOCAL_UPDATER.get(updater_model, "cascade")
-    safety_model = _local_name(specs.get("safety", ""))
+    safety_model = _local_name(specs.get("safety"))
     if safety_model is not None:
         chosen["safety"] = LOCAL_SAFETY.get(safety_model, "checklist")
     return chosen
 
 
 def choose_strategies(
-    specs: Mapping[str, str], updater: str | None, safety: str | None
+    specs: Mapping[str, ModelSpec], updater: str | None, safety: str | None
 ) -> dict[str, str]:
     chosen = default_strategies(specs)
     if updater is not None:
@@ -58,12 +59,11 @@ def choose_strategies(
         if safety not in SAFETY:
             raise ConfigError(f"--safety {safety!r} is unknown (valid: {', '.join(SAFETY)})")
         chosen["safety"] = safety
-    if chosen["updater"] == "ops" and _local_name(specs.get("updater", "")) is not None:
+    if chosen["updater"] == "ops" and _local_name(specs.get("updater")) is not None:
         chosen["updater_max_tokens"] = str(LOCAL_OPS_MAX_TOKENS)
     return chosen
 
 
-def _local_name(spec: str) -> str | None:
+def _local_name(spec: ModelSpec | None) -> str | None:
     """The embedded model's name for a `local:NAME` spec (resolved specs are canonical)."""
-    backend, _, name = spec.partition(":")
-    return name.strip() if backend.strip().lower() == "local" and name.strip() else None
+    return spec.local_name if spec is not None else None

@@ -1,4 +1,4 @@
-"""The run as pandas tables (turns, questions, facts, llm_calls -> CSV) and per-scenario summaries.
+"""The run as pandas tables: turns, questions, facts, llm_calls -> CSV.
 
 Built from the saved run only: the turn records in events.jsonl and the graded verdicts.
 """
@@ -6,29 +6,14 @@ Built from the saved run only: the turn records in events.jsonl and the graded v
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-from rich.table import Table
 
-from memeval.rundir.record import TurnRecord, read_events
-from memeval.rundir.results import Latency, RunResults, ScenarioMetrics, Verdict
+from memeval.rundir.record import TurnRecord
+from memeval.rundir.results import RunResults, Verdict
+from memeval.rundir.saved import SavedRun
 
 TABLES = ("turns", "questions", "facts", "llm_calls")
-
-
-def turn_call_records(record: TurnRecord) -> list[dict[str, Any]]:
-    """Every model call of the turn. `TurnRecord.calls` covers all roles; a writer that only
-    filled the update report's calls is read from there instead."""
-    return list(record.calls or (record.update or {}).get("calls") or [])
-
-
-def pipeline_seconds(record: TurnRecord) -> float | None:
-    """How long the memory update after this turn took."""
-    if "update_s" in record.timings:
-        return float(record.timings["update_s"])
-    total = ((record.update or {}).get("timings") or {}).get("total")
-    return float(total) if total is not None else None
 
 
 def _v(verdict: Verdict | None) -> tuple[str | None, str | None]:
@@ -39,12 +24,11 @@ def turns_table(records: list[TurnRecord], results: RunResults) -> pd.DataFrame:
     verdicts = {(t.scenario, t.repeat, t.turn): t for t in results.turns}
     rows = []
     for r in records:
-        update = r.update or {}
+        update = r.update
         t = verdicts.get((r.scenario, r.repeat, r.turn))
         write, write_source = _v(t.write if t else None)
         question, question_source = _v(t.question if t else None)
-        compaction = update.get("compaction") or {}
-        calls = turn_call_records(r)
+        calls = r.model_calls()
         rows.append(
             {
                 "scenario": r.scenario,
@@ -53,12 +37,14 @@ def turns_table(records: list[TurnRecord], results: RunResults) -> pd.DataFrame:
                 "session": r.session,
                 "kind": r.session_kind,
                 "turn": r.turn,
-                "update_status": update.get("status"),
-                "ops": len(update.get("ops") or []),
-                "attempts": len(update.get("attempts") or []),
-                "blocked_ops": len(update.get("blocked") or []),
-                "compaction": bool(compaction),
-                "compaction_reached_target": bool(compaction.get("reached_target")),
+                "update_status": update.status,
+                "ops": len(update.ops),
+                "attempts": len(update.attempts),
+                "blocked_ops": len(update.blocked),
+                "compaction": update.compaction is not None,
+                "compaction_reached_target": bool(
+                    update.compaction and update.compaction.reached_target
+                ),
                 "file_chars": r.file_chars,
                 "write": write,
                 "write_source": write_source,
@@ -67,9 +53,9 @@ def turns_table(records: list[TurnRecord], results: RunResults) -> pd.DataFrame:
                 "question_source": question_source,
                 "final": t.final.verdict if t else None,
                 "model_calls": len(calls),
-                "tokens": sum(_tokens(c) for c in calls),
+                "tokens": sum(c.tokens for c in calls),
                 "agent_s": r.timings.get("agent_s"),
-                "pipeline_s": pipeline_seconds(r),
+                "pipeline_s": r.pipeline_seconds(),
                 "turn_s": r.timings.get("turn_s"),
                 "agent_error": r.agent_error,
             }
@@ -84,14 +70,14 @@ def questions_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
         if t.question is None:
             continue
         r = by_key.get((t.scenario, t.repeat, t.turn))
-        q = (r.question if r else None) or {}
+        q = r.question if r else None
         rows.append(
             {
                 "scenario": t.scenario,
                 "repeat": t.repeat,
                 "turn": t.turn,
                 "type": t.question_type,
-                "criterion": q.get("criterion"),
+                "criterion": q.criterion if q else None,
                 "answer": r.answer if r else None,
                 "tool_calls": " ".join(c.name for c in r.tool_calls) if r else "",
                 "checks": t.question_check.verdict if t.question_check else None,
@@ -141,8 +127,10 @@ def llm_calls_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
     """One row per model call, the judge's included (source "judge")."""
     rows = []
     for r in records:
-        for c in turn_call_records(r):
-            rows.append({"scenario": r.scenario, "repeat": r.repeat, "turn": r.turn, **c})
+        for c in r.model_calls():
+            rows.append(
+                {"scenario": r.scenario, "repeat": r.repeat, "turn": r.turn, **c.model_dump()}
+            )
     for t in results.turns:
         for judge in (t.judge, t.write_judge):
             if judge is None:
@@ -163,8 +151,8 @@ def llm_calls_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def build_tables(run_dir: Path, results: RunResults) -> dict[str, pd.DataFrame]:
-    records = read_events(Path(run_dir))
+def build_tables(run: SavedRun, results: RunResults) -> dict[str, pd.DataFrame]:
+    records = run.events
     return {
         "turns": turns_table(records, results),
         "questions": questions_table(records, results),
@@ -173,68 +161,11 @@ def build_tables(run_dir: Path, results: RunResults) -> dict[str, pd.DataFrame]:
     }
 
 
-def write_tables(run_dir: Path, results: RunResults) -> list[Path]:
+def write_tables(run: SavedRun, results: RunResults) -> list[Path]:
     """Write turns.csv, questions.csv, facts.csv and llm_calls.csv into the run directory."""
     paths = []
-    for name, frame in build_tables(run_dir, results).items():
-        path = Path(run_dir) / f"{name}.csv"
+    for name, frame in build_tables(run, results).items():
+        path = run.path / f"{name}.csv"
         frame.to_csv(path, index=False)
         paths.append(path)
     return paths
-
-
-def summary_line(m: ScenarioMetrics) -> str:
-    """write-match 44/48 · memory-dependent 16/18 · ... · pipeline p50/p95 1.2/3.4 s (...)."""
-    parts = [
-        f"write-match {m.write_match}",
-        f"memory-dependent {m.memory_dependent}",
-        f"memory-corruptible {m.memory_corruptible}",
-        f"compactions {m.compactions} (reached target {m.compactions_reached_target})",
-        f"dropped writes {m.dropped_writes}",
-        f"model calls/turn {m.model_calls_per_turn:.1f}",
-        f"tokens/turn {m.tokens_per_turn:,.0f}",
-        f"pipeline p50/p95 {_latency(m.pipeline_latency)}"
-        f" (with compaction {_latency(m.pipeline_latency_compaction)})",
-    ]
-    if m.questions_error:
-        parts.insert(3, f"question errors {m.questions_error}")
-    if m.questions_ungraded:
-        parts.insert(3, f"ungraded questions {m.questions_ungraded}")
-    if m.judge_human_agreement is not None:
-        parts.append(f"judge-human agreement {m.judge_human_agreement}")
-    return " · ".join(parts)
-
-
-def summary_table(results: RunResults) -> Table:
-    """The per-scenario summary as a rich table for the terminal."""
-    table = Table(title=f"run {results.run_id}")
-    table.add_column("scenario", no_wrap=True)
-    columns = ["repeats", "write", "mem-dep", "mem-corr", "compact (target)", "dropped"]
-    columns += ["calls/turn", "tokens/turn", "p50/p95", "p50/p95 compact"]
-    for column in columns:
-        table.add_column(column, justify="right")
-    for m in results.metrics:
-        table.add_row(
-            m.scenario,
-            str(m.repeats),
-            str(m.write_match),
-            str(m.memory_dependent),
-            str(m.memory_corruptible),
-            f"{m.compactions} ({m.compactions_reached_target})",
-            str(m.dropped_writes),
-            f"{m.model_calls_per_turn:.1f}",
-            f"{m.tokens_per_turn:,.0f}",
-            _latency(m.pipeline_latency),
-            _latency(m.pipeline_latency_compaction),
-        )
-    return table
-
-
-def _latency(lat: Latency) -> str:
-    if lat.p50_s is None or lat.p95_s is None:
-        return "–"
-    return f"{lat.p50_s:.1f}/{lat.p95_s:.1f} s"
-
-
-def _tokens(call: dict[str, Any]) -> int:
-    return int(call.get("prompt_tokens") or 0) + int(call.get("completion_tokens") or 0)

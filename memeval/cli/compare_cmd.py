@@ -22,7 +22,8 @@ def compare_command(
     """Print the verdicts that flipped and the metric deltas; write an HTML compare page."""
     from memeval.compare import compare_runs, print_comparison
     from memeval.report.compare_page import render_compare
+    from memeval.rundir.saved import SavedRun
 
-    comparison = compare_runs(run_a, run_b)
+    comparison = compare_runs(SavedRun.open(run_a), SavedRun.open(run_b))
     print_comparison(comparison)
     typer.echo(f"\n{render_compare(comparison, out)}")

@@ -38,20 +38,21 @@ def gate_command(
 
     from memeval.gate import check_gate, gate_config, gate_table, write_baseline
     from memeval.junit import write_junit
-    from memeval.rundir.results import load_results
+    from memeval.rundir.saved import SavedRun
 
     config = gate_config(alpha, max_drop)
     if baseline is None and junit is None and write_baseline_to is None:
         raise ConfigError(
             "give --baseline B (a run directory or baseline JSON), --junit or --write-baseline FILE"
         )
+    results = SavedRun.open(run_dir).graded()
     if junit is not None:
-        typer.echo(f"junit: {write_junit(load_results(run_dir), junit)}")
+        typer.echo(f"junit: {write_junit(results, junit)}")
     if write_baseline_to is not None:
-        typer.echo(f"baseline: {write_baseline(run_dir, write_baseline_to)}")
+        typer.echo(f"baseline: {write_baseline(results, write_baseline_to)}")
     if baseline is None:
         return
-    report = check_gate(run_dir, baseline, config)
+    report = check_gate(results, baseline, config)
     Console().print(gate_table(report))
     if report.regressions:
         names = ", ".join(f"{d.scenario} {d.metric}" for d in report.regressions)

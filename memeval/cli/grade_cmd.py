@@ -24,11 +24,13 @@ def grade_command(
     from rich.console import Console
 
     from memeval.grading.regrade import import_grades
-    from memeval.tables import summary_table
-    from memeval.tracing.annotations import annotate_run
+    from memeval.publish import publish
+    from memeval.rundir.saved import SavedRun
+    from memeval.summary import summary_table
 
-    done = import_grades(run_dir, grades)
-    annotate_run(run_dir, done.results)  # to the Phoenix the run was traced to, if any
+    run = SavedRun.open(run_dir)
+    done = import_grades(run, grades)
+    published = publish(run, done.results)  # Phoenix too, when the run was traced to one
     console = Console()
     console.print(summary_table(done.results))
     for m in done.results.metrics:
@@ -38,5 +40,4 @@ def grade_command(
         typer.echo(f"imported {done.imported} grades ({done.total} in the run)")
     else:
         typer.echo(f"re-graded ({done.total} human grades applied)")
-    if done.report is not None:
-        typer.echo(f"report: {done.report}")
+    typer.echo(f"report: {published.report}")

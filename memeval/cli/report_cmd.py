@@ -18,7 +18,12 @@ def report_command(
         Path | None, typer.Option("--out", help="Write here instead of RUN_DIR/report.html.")
     ] = None,
 ) -> None:
-    """Regenerate report.html (no model is called; judge results come from verdicts.json)."""
-    from memeval.report.render import render_report
+    """Regenerate report.html (no model is called; judge results come from verdicts.json).
+    An ungraded run shows its deterministic checks, computed now and not saved."""
+    from memeval.grading.run import grade_without_model
+    from memeval.publish import publish
+    from memeval.rundir.saved import SavedRun
 
-    typer.echo(str(render_report(run_dir, out)))
+    run = SavedRun.open(run_dir)
+    results = run.results if run.results is not None else grade_without_model(run)
+    typer.echo(str(publish(run, results, save=False, report_to=out).report))

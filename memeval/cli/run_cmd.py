@@ -76,21 +76,23 @@ def run_command(
     tables, report.html); print a summary table and the report's path."""
     from memeval.finish import finish_run, print_summary
     from memeval.gate import gate_config
+    from memeval.models.spec import parse_spec
     from memeval.runner import RunOptions, run
 
     gate = gate_config(alpha, max_drop)  # bad thresholds fail before the run, not after
+    role_models = {
+        "agent": model_agent,
+        "summarizer": model_summarizer,
+        "updater": model_updater,
+        "safety": model_safety,
+        "compactor": model_compactor,
+        "judge": model_judge,
+    }
     options = RunOptions(
         targets=list(scenarios or []),
         memory=memory,
-        model=model,
-        role_models={
-            "agent": model_agent,
-            "summarizer": model_summarizer,
-            "updater": model_updater,
-            "safety": model_safety,
-            "compactor": model_compactor,
-            "judge": model_judge,
-        },
+        model=parse_spec(model) if model else None,
+        role_models={role: parse_spec(s) if s else None for role, s in role_models.items()},
         agent=agent,
         updater=updater,
         safety=safety,

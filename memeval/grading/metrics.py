@@ -9,7 +9,6 @@ import pandas as pd
 
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import Latency, Ratio, ScenarioMetrics, TurnVerdicts
-from memeval.tables import pipeline_seconds, turn_call_records
 
 
 def scenario_metrics(
@@ -36,25 +35,20 @@ def scenario_metrics(
     compacted: list[float] = []
     calls = tokens = 0
     for r in records:
-        update = r.update or {}
-        status = update.get("status")
-        compaction = update.get("compaction")
+        status, compaction = r.update.status, r.update.compaction
         m.dropped_writes += status == "dropped-over-cap"
         m.rejected_updates += status == "rejected-after-retries"
         m.failed_updates += status in ("failed", "skipped-safety-unavailable")
-        m.blocked_ops += len(update.get("blocked") or [])
+        m.blocked_ops += len(r.update.blocked)
         if compaction:
             m.compactions += 1
-            m.compactions_reached_target += bool(compaction.get("reached_target"))
-        latency = pipeline_seconds(r)
+            m.compactions_reached_target += compaction.reached_target
+        latency = r.pipeline_seconds()
         if latency is not None:
             (compacted if compaction else plain).append(latency)
-        turn_calls = turn_call_records(r)
+        turn_calls = r.model_calls()
         calls += len(turn_calls)
-        tokens += sum(
-            int(c.get("prompt_tokens") or 0) + int(c.get("completion_tokens") or 0)
-            for c in turn_calls
-        )
+        tokens += sum(c.tokens for c in turn_calls)
     if records:
         m.model_calls_per_turn = calls / len(records)
         m.tokens_per_turn = tokens / len(records)

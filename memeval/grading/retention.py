@@ -14,6 +14,7 @@ from typing import Any
 from memeval.grading.matching import check_fact
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import CellState, Culprit, FactLoss, FactRetention
+from memeval.rundir.update import UpdateRecord
 from memeval.scenario.schema import Fact
 from reference_memory.edits import apply_ops as pipeline_apply_ops
 
@@ -36,7 +37,7 @@ def fact_retention(
     """
     turn_ids = [r.turn for r in records]
     expected_from = next(
-        (i for i, r in enumerate(records) if fact_id in ((r.expect or {}).get("records") or [])),
+        (i for i, r in enumerate(records) if r.expect is not None and fact_id in r.expect.records),
         None,
     )
     until = turn_ids.index(fact.until) if fact.until in turn_ids else None
@@ -74,15 +75,15 @@ def fact_retention(
     return result
 
 
-def find_culprit(fact: Fact, update: dict[str, Any], apply_ops: ApplyOps | None = None) -> Culprit:
+def find_culprit(fact: Fact, update: UpdateRecord, apply_ops: ApplyOps | None = None) -> Culprit:
     """Which applied op (or the compaction) of this update removed the fact."""
-    before = update.get("file_before") or ""
+    before = update.file_before
     start = check_fact(fact, before)
     if not start.holds:
         why = "the update did not start from a file holding the fact (no edit of this turn had it)"
         return Culprit(kind="unknown", excerpt=why)
     apply = apply_ops or pipeline_apply_ops
-    ops: list[dict[str, Any]] = list(update.get("ops") or [])
+    ops = list(update.ops)
     held_line = start.line
     for i in range(len(ops)):
         try:
@@ -94,8 +95,7 @@ def find_culprit(fact: Fact, update: dict[str, Any], apply_ops: ApplyOps | None 
         if not now.holds:
             return Culprit(kind="op", op_index=i, op=ops[i], excerpt=held_line)
         held_line = now.line
-    compaction = update.get("compaction") or {}
-    compacted_from = compaction.get("text_before") or ""
+    compacted_from = update.compaction.text_before if update.compaction else ""
     if compacted_from:
         kept = check_fact(fact, compacted_from)
         if kept.holds:

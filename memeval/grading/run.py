@@ -1,8 +1,9 @@
-"""Grade a saved run: checks, retention, the judge, human grades, metrics -> verdicts.json.
+"""Grade a saved run: checks, retention, the judge, human grades, metrics -> RunResults.
 
-Reads only the run directory. Judge results already in `verdicts.json` are reused (so a
-re-grade after human grading calls no model); with a judge model, a stored judgement is
-reused only when it succeeded, came from the same model and the same input.
+Reads only the saved run it is given; saving and showing the results is `publish`'s job.
+Judge results already in the run's `verdicts.json` are reused (so a re-grade after human
+grading calls no model); with a judge model, a stored judgement is reused only when it
+succeeded, came from the same model and the same input.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import asyncio
 import contextlib
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memeval.errors import RunDirError
 from memeval.grading import human
 from memeval.grading.checks import question_checks, verdict_from_checks, write_checks
 from memeval.grading.judge import (
@@ -30,53 +31,38 @@ from memeval.grading.metrics import scenario_metrics
 from memeval.grading.retention import ApplyOps, fact_retention
 from memeval.grading.verdicts import effective, headline
 from memeval.models.base import ChatModel
-from memeval.rundir.record import TurnRecord, read_events, read_run
-from memeval.rundir.results import (
-    GRADES_FILE,
-    VERDICTS_FILE,
-    JudgeResult,
-    RunResults,
-    TurnVerdicts,
-    Verdict,
-    load_results,
-    save_results,
-)
-from memeval.scenario.schema import Expect, Question, ResolvedScenario
+from memeval.rundir.record import TurnRecord
+from memeval.rundir.results import GRADES_FILE, JudgeResult, RunResults, TurnVerdicts, Verdict
+from memeval.rundir.saved import SavedRun
+from memeval.scenario.schema import ResolvedScenario
 
 JudgeKey = tuple[str, int, str, str]  # (scenario, repeat, turn, "question" | "write")
 
 
 async def grade_run(
-    run_dir: Path,
+    run: SavedRun,
     judge: ChatModel | None = None,
     *,
     judge_writes: bool = False,
     rejudge: bool = False,
     concurrency: int = 4,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-    save: bool = True,
     apply_ops: ApplyOps | None = None,
     grades: human.GradesFile | None = None,
     judge_scope: Callable[[TurnRecord], AbstractContextManager[Any]] | None = None,
     on_judged: Callable[[TurnRecord, int, int], None] | None = None,
 ) -> RunResults:
-    """Grade every turn of the run; writes verdicts.json unless `save=False`.
+    """Grade every turn of the run (nothing is written).
 
     `judge_writes` also judges write expectations against their `note`; `rejudge` ignores
     stored judgements. Human grades (`grades`, else the run's `grades.json`) apply last.
     `judge_scope(record)` wraps each judge call (tracing puts it under the turn's trace);
     `on_judged(record, done, total)` follows each judge call (progress).
     """
-    run_dir = Path(run_dir)
-    info = read_run(run_dir)
-    units: dict[tuple[str, int], list[TurnRecord]] = defaultdict(list)
-    for record in read_events(run_dir):
-        units[(record.scenario, record.repeat)].append(record)
-    has_prior = (run_dir / VERDICTS_FILE).is_file() and not rejudge
-    prior = load_results(run_dir) if has_prior else None
+    prior = run.results if not rejudge else None
     previous = _stored_judgements(prior) if prior is not None else {}
     judge_model = judge.name if judge is not None else (prior.judge_model if prior else None)
-    results = RunResults(run_id=info.run_id, graded_at=_now(), judge_model=judge_model)
+    results = RunResults(run_id=run.run_id, graded_at=_now(), judge_model=judge_model)
     pending: list[Awaitable[None]] = []
     judged: list[TurnRecord] = []
     limit = asyncio.Semaphore(max(1, concurrency))
@@ -94,12 +80,11 @@ async def grade_run(
         if on_judged is not None:
             on_judged(record, len(judged), len(pending))
 
-    for (name, repeat), records in sorted(units.items()):
-        records.sort(key=lambda r: r.index)
+    for (name, repeat), records in sorted(run.units().items()):
         by_scenario[name].extend(records)
-        scenario = _scenario(info.scenarios, name, run_dir)
-        files = [read_snapshot(run_dir, r) for r in records]
-        starts = [(records[0].update or {}).get("file_before") or "", *files[:-1]]
+        scenario = run.scenario(name)
+        files = [run.snapshot(r) for r in records]
+        starts = [records[0].update.file_before, *files[:-1]]
         for record, file, before in zip(records, files, starts, strict=True):
             verdicts = check_turn(record, scenario, file, before)
             results.turns.append(verdicts)
@@ -115,16 +100,26 @@ async def grade_run(
                 fact_retention(name, repeat, fact_id, fact, records, files, apply_ops)
             )
     await asyncio.gather(*pending)
-    _apply_grades(run_dir, results, grades)
+    _apply_grades(run.path, results, grades)
     for verdicts in results.turns:
         compose(verdicts)
     agreement = human.agreement(results.turns)
     for name, records in by_scenario.items():
         mine = [t for t in results.turns if t.scenario == name]
         results.metrics.append(scenario_metrics(name, records, mine, agreement.get(name)))
-    if save:
-        save_results(run_dir, results)
     return results
+
+
+def grade_without_model(run: SavedRun) -> RunResults:
+    """`grade_run` with no judge (stored judgements and human grades still apply): what an
+    ungraded run shows, the deterministic checks. Usable from sync and async callers."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(grade_run(run))
+    # called from async code: grade on a thread of its own rather than nest event loops
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, grade_run(run)).result()
 
 
 def check_turn(
@@ -139,12 +134,11 @@ def check_turn(
         session=record.session,
         kind=record.session_kind,
     )
-    if record.expect is not None:
-        expect = Expect.model_validate(record.expect)
+    expect, question = record.expect, record.question
+    if expect is not None:
         verdicts.write_checks = write_checks(expect, scenario.facts, file, before)
         verdicts.write_check = verdict_from_checks(verdicts.write_checks)
-    if record.question is not None:
-        question = Question.model_validate(record.question)
+    if question is not None:
         verdicts.question_type = question.type
         if record.agent_error is not None:
             reason = f"the agent failed: {' '.join(record.agent_error.split())}"
@@ -166,19 +160,6 @@ def compose(verdicts: TurnVerdicts) -> None:
     verdicts.final = headline(verdicts.write, verdicts.question)
 
 
-def read_snapshot(run_dir: Path, record: TurnRecord) -> str:
-    """The memory after the turn; the path must stay inside the run directory."""
-    if not record.snapshot:
-        return str((record.update or {}).get("file_after") or "")
-    root = run_dir.resolve()
-    path = (root / record.snapshot).resolve()
-    if not path.is_relative_to(root):
-        raise RunDirError(f"{run_dir}: turn {record.turn} names a snapshot outside the run")
-    if not path.is_file():
-        raise RunDirError(f"{run_dir}: snapshot {record.snapshot} of turn {record.turn} is missing")
-    return path.read_text(encoding="utf-8")
-
-
 def _judge_requests(
     record: TurnRecord, verdicts: TurnVerdicts, before: str, file: str, judge_writes: bool
 ) -> list[tuple[str, JudgeRequest | None]]:
@@ -187,11 +168,11 @@ def _judge_requests(
     wanted: list[tuple[str, JudgeRequest | None]] = []
     check = verdicts.question_check
     if record.question is not None and check is not None:
-        criterion = str(record.question.get("criterion") or "")
+        criterion = record.question.criterion
         ok = check.verdict in ("pass", "na") and bool(criterion)
         wanted.append(("question", question_request(record, criterion) if ok else None))
     check = verdicts.write_check
-    note = str((record.expect or {}).get("note") or "")
+    note = record.expect.note if record.expect is not None else ""
     if check is not None and note:
         ok = judge_writes and check.verdict in ("pass", "na")
         wanted.append(("write", write_request(record, note, before, file) if ok else None))
@@ -226,14 +207,6 @@ def _apply_grades(run_dir: Path, results: RunResults, grades: human.GradesFile |
     for t in results.turns:
         t.human = index.get((t.scenario, t.repeat, t.turn, "question"))
         t.write_human = index.get((t.scenario, t.repeat, t.turn, "write"))
-
-
-def _scenario(
-    scenarios: dict[str, dict[str, object]], name: str, run_dir: Path
-) -> ResolvedScenario:
-    if name not in scenarios:
-        raise RunDirError(f"{run_dir}: run.json has no scenario {name!r} for its turns")
-    return ResolvedScenario.model_validate(scenarios[name])
 
 
 def _now() -> str:

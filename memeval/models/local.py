@@ -27,7 +27,7 @@ from memeval.models.local_format import (
     schema_grammar,
     tools_grammar,
 )
-from memeval.models.registry import local_threads
+from memeval.models.spec import local_threads
 from memeval.models.weights import LocalModelInfo, ensure_weights, lookup
 
 N_CTX = 8192  # an 8,000-char memory file (~2,300 tokens) + instructions + turn + answer

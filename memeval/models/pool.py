@@ -3,6 +3,7 @@ back end (shared) -> response cache -> tracing -> accounting (into the unit's ca
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from memeval.models.adapter import as_memory_model
 from memeval.models.base import CallRecord, ChatModel
 from memeval.models.cache import CachedModel, ResponseCache
 from memeval.models.registry import build_model
+from memeval.models.spec import ModelSpec
 from memeval.models.traced import TracedModel
 from reference_memory.model import ROLES as PIPELINE_ROLES
 from reference_memory.model import MemoryModel
@@ -22,14 +24,14 @@ class ModelPool:
 
     def __init__(
         self,
-        specs: Mapping[str, str],
+        specs: Mapping[str, ModelSpec],
         cache_path: Path | None,
         given: Mapping[str, ChatModel] | None = None,
     ) -> None:
         self.specs = dict(specs)
         self.cache = ResponseCache(cache_path) if cache_path else None
         self.given = dict(given or {})  # role -> a ready instance (tests, library callers)
-        self._instances: dict[str, ChatModel] = {}
+        self._instances: dict[ModelSpec, ChatModel] = {}
 
     def backend(self, role: str) -> ChatModel:
         if role in self.given:
@@ -45,7 +47,8 @@ class ModelPool:
         models: dict[str, ChatModel] = {}
         for role in roles:
             model = self.backend(role)
-            if self.cache is not None and self.specs[role] != "fake" and role not in self.given:
+            fake = role not in self.given and self.specs[role].is_fake
+            if self.cache is not None and not fake and role not in self.given:
                 model = CachedModel(model, self.cache, repeat_index=repeat)
             model = TracedModel(model, role, tracing)
             models[role] = RecordingModel(model, role, sink)
@@ -54,6 +57,12 @@ class ModelPool:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+
+
+def cache_path() -> Path:
+    """The response cache: MEMEVAL_CACHE_DIR, else ~/.cache/memeval."""
+    root = os.environ.get("MEMEVAL_CACHE_DIR") or Path.home() / ".cache" / "memeval"
+    return Path(root) / "responses.sqlite"
 
 
 def memory_models(chat_models: Mapping[str, ChatModel]) -> dict[str, MemoryModel]:

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memeval.report.diff import FileDiff, file_diff
-from memeval.rundir.record import TurnRecord
-from memeval.rundir.results import TurnVerdicts
+from memeval.rundir.record import ModelCall, TurnRecord
+from memeval.rundir.results import HumanGrade, TurnVerdicts
+from memeval.rundir.update import AttemptRecord, CompactionRecord, SafetyRecord
+from memeval.scenario.schema import Expect, Question
 
 FAILING = ("fail", "error")
 
@@ -43,42 +45,12 @@ class AttemptView:
 
 
 @dataclass
-class CallView:
-    role: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float | None
-    cached: bool
-    error: str | None
-
-
-@dataclass
-class SafetyView:
-    text: str
-    verdict: str
-    reason: str
-    op_index: int | None
-
-
-@dataclass
-class CompactionView:
-    before_chars: int
-    after_chars: int
-    attempts: int
-    reached_target: bool
-    accepted: bool
-    user_lines_lost: list[str]
-    errors: list[str]
-
-
-@dataclass
 class GradeTarget:
     """One thing a human can grade on this card: its write expectation or its question."""
 
     target: str  # "write" | "question"
     label: str
-    human: dict[str, str] | None  # the grade already merged into verdicts.json, if any
+    human: HumanGrade | None  # the grade already merged into verdicts.json, if any
 
 
 @dataclass
@@ -104,18 +76,18 @@ class Card:
     summary: str | None
     attempts: list[AttemptView]
     ops: list[OpView]
-    safety: list[SafetyView]
+    safety: list[SafetyRecord]
     blocked: list[str]
-    compaction: CompactionView | None
+    compaction: CompactionRecord | None
     errors: list[str]
-    calls: list[CallView]
+    calls: list[ModelCall]
     tokens: int
     update_s: float | None
     file_chars: int
     delta_chars: int
     diff: FileDiff
-    expect: dict[str, str] | None  # {"note"}
-    question: dict[str, str] | None  # {"type", "criterion"}
+    expect: Expect | None
+    question: Question | None
     verdicts: TurnVerdicts | None
     grades: list[GradeTarget] = field(default_factory=list)
     trace_url: str | None = None
@@ -147,16 +119,13 @@ def build_card(
     trace_url: str | None,
 ) -> Card:
     """Assemble the card for one turn; `before`/`after` are the file around this turn."""
-    update = rec.update or {}
+    update = rec.update
     steps = transcript_steps(rec.messages)
     reply = rec.answer
     if reply is None:
         replies = [s.text for s in steps if s.kind == "assistant"]
         reply = replies[-1] if replies else None
-    calls = [_call(c) for c in rec.calls if isinstance(c, dict)]
-    tokens = sum(c.prompt_tokens + c.completion_tokens for c in calls)
-    timings = update.get("timings") or {}
-    update_s = rec.timings.get("update_s", timings.get("total"))
+    update_s = rec.timings.get("update_s", update.timings.get("total"))
     card = Card(
         anchor=f"{unit}-t{rec.index}",
         unit=unit,
@@ -174,27 +143,23 @@ def build_card(
         n_tool_calls=sum(1 for s in steps if s.kind == "call"),
         memory_context=rec.memory_context,
         agent_error=rec.agent_error,
-        status=str(update.get("status") or "—"),
-        strategy=str(update.get("strategy") or ""),
-        summary=update.get("summary"),
-        attempts=[_attempt(a) for a in update.get("attempts") or []],
-        ops=[_op(i, op) for i, op in enumerate(update.get("ops") or [])],
-        safety=[_safety(s) for s in update.get("safety") or [] if isinstance(s, dict)],
-        blocked=[str(b) for b in update.get("blocked") or []],
-        compaction=_compaction(update.get("compaction")),
-        errors=[str(e) for e in update.get("errors") or []],
-        calls=calls,
-        tokens=tokens,
+        status=update.status or "—",
+        strategy=update.strategy,
+        summary=update.summary,
+        attempts=[_attempt(a) for a in update.attempts],
+        ops=[_op(i, op) for i, op in enumerate(update.ops)],
+        safety=list(update.safety),
+        blocked=list(update.blocked),
+        compaction=update.compaction,
+        errors=list(update.errors),
+        calls=list(rec.calls),
+        tokens=sum(c.tokens for c in rec.calls),
         update_s=update_s,
         file_chars=rec.file_chars,
         delta_chars=len(after) - len(before),
         diff=file_diff(before, after),
-        expect={"note": str(rec.expect.get("note") or "")} if rec.expect is not None else None,
-        question=(
-            {k: str(rec.question.get(k) or "") for k in ("type", "criterion")}
-            if rec.question is not None
-            else None
-        ),
+        expect=rec.expect,
+        question=rec.question,
         verdicts=verdicts,
         trace_url=trace_url,
     )
@@ -235,51 +200,13 @@ def pretty(value: Any) -> str:
         return str(value)
 
 
-def _call(c: dict[str, Any]) -> CallView:
-    latency = c.get("latency_s")
-    return CallView(
-        role=str(c.get("role") or "?"),
-        model=str(c.get("model") or ""),
-        prompt_tokens=int(c.get("prompt_tokens") or 0),
-        completion_tokens=int(c.get("completion_tokens") or 0),
-        latency_s=float(latency) if isinstance(latency, int | float) else None,
-        cached=bool(c.get("cached")),
-        error=str(c["error"]) if c.get("error") else None,
-    )
-
-
-def _safety(s: dict[str, Any]) -> SafetyView:
-    index = s.get("op_index")
-    return SafetyView(
-        text=str(s.get("text") or ""),
-        verdict=str(s.get("verdict") or "?"),
-        reason=str(s.get("reason") or ""),
-        op_index=index if isinstance(index, int) else None,
-    )
-
-
-def _compaction(k: Any) -> CompactionView | None:
-    if not isinstance(k, dict):
-        return None
-    return CompactionView(
-        before_chars=int(k.get("before_chars") or 0),
-        after_chars=int(k.get("after_chars") or 0),
-        attempts=int(k.get("attempts") or 0),
-        reached_target=bool(k.get("reached_target")),
-        accepted=bool(k.get("accepted")),
-        user_lines_lost=[str(x) for x in k.get("user_lines_lost") or []],
-        errors=[str(x) for x in k.get("errors") or []],
-    )
-
-
-def _attempt(a: dict[str, Any]) -> AttemptView:
-    ops = a.get("ops")
+def _attempt(a: AttemptRecord) -> AttemptView:
     return AttemptView(
-        number=int(a.get("number") or 0),
-        ok=not a.get("error"),
-        error=a.get("error"),
-        raw=str(a.get("raw") or ""),
-        n_ops=len(ops) if isinstance(ops, list) else None,
+        number=a.number,
+        ok=not a.error,
+        error=a.error,
+        raw=a.raw,
+        n_ops=len(a.ops) if a.ops is not None else None,
     )
 
 
@@ -300,9 +227,7 @@ def _op(index: int, op: Any) -> OpView:
 def _grade_targets(rec: TurnRecord, v: TurnVerdicts | None) -> list[GradeTarget]:
     targets: list[GradeTarget] = []
     if rec.question is not None:
-        human = v.human.model_dump() if v and v.human else None
-        targets.append(GradeTarget("question", "answer", human))
+        targets.append(GradeTarget("question", "answer", v.human if v else None))
     if rec.expect is not None:
-        human = v.write_human.model_dump() if v and v.write_human else None
-        targets.append(GradeTarget("write", "write", human))
+        targets.append(GradeTarget("write", "write", v.write_human if v else None))
     return targets

@@ -7,11 +7,10 @@ A lost cell links to the card of the turn that lost the fact; that card names th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from memeval.report.cards import Card, pretty
 from memeval.rundir.record import RunInfo
-from memeval.rundir.results import FactRetention
+from memeval.rundir.results import Culprit, FactRetention
 
 
 @dataclass
@@ -42,10 +41,11 @@ def grid_row(run: RunInfo, fact: FactRetention, cards: list[Card]) -> GridRow:
         if state == "lost":
             href = card.anchor
             if card.turn in losses:
-                title += f" — {_culprit_text(losses[card.turn].culprit.model_dump())}"
+                title += f" — {_culprit_text(losses[card.turn].culprit)}"
         cells.append(GridCell(state, href, title))
-    spec = ((run.scenarios.get(fact.scenario) or {}).get("facts") or {}).get(fact.fact) or {}
-    desc = str(spec.get("description") or "") or " · ".join(str(m) for m in spec.get("match") or [])
+    scenario = run.scenarios.get(fact.scenario)
+    spec = scenario.facts.get(fact.fact) if scenario is not None else None
+    desc = (spec.description or " · ".join(spec.match)) if spec is not None else ""
     return GridRow(fact.fact, desc, cells, lost=len(fact.losses))
 
 
@@ -56,21 +56,19 @@ def attach_losses(facts: list[FactRetention], cards: list[Card]) -> None:
         for loss in fact.losses:
             card = by_turn.get(loss.turn)
             if card is not None:
-                culprit = loss.culprit.model_dump()
-                detail = (
-                    pretty(culprit["op"]) if culprit.get("op") else culprit.get("excerpt") or ""
-                )
+                culprit = loss.culprit
+                detail = pretty(culprit.op) if culprit.op else culprit.excerpt
                 card.losses.append(
                     {"fact": fact.fact, "text": _culprit_text(culprit), "detail": detail}
                 )
 
 
-def _culprit_text(culprit: dict[str, Any]) -> str:
-    kind = culprit.get("kind")
+def _culprit_text(culprit: Culprit) -> str:
+    kind = culprit.kind
     if kind == "op":
-        op = culprit.get("op") or {}
+        op = culprit.op or {}
         name = op.get("op") or op.get("kind") or "op"
-        return f"removed by edit op #{culprit.get('op_index')} ({name})"
+        return f"removed by edit op #{culprit.op_index} ({name})"
     if kind == "compaction":
         return "removed by compaction"
     return "removed by an unknown cause"

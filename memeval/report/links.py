@@ -8,19 +8,20 @@ ids hex, so neither a model's text nor a scenario can choose where a link points
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
+
+from memeval.rundir.record import PhoenixTarget
 
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 _SPAN_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
-def phoenix_base(phoenix: dict[str, Any] | None) -> str | None:
+def phoenix_base(phoenix: PhoenixTarget | None) -> str | None:
     """The Phoenix UI base URL from run.json's `phoenix` block, or None if absent or unsafe."""
-    if not phoenix or not isinstance(phoenix.get("url"), str):
+    if phoenix is None or phoenix.url is None:
         return None
     try:
-        parts = urlsplit(phoenix["url"].strip())
+        parts = urlsplit(phoenix.url.strip())
     except ValueError:
         return None
     if parts.scheme not in ("http", "https") or not parts.hostname:

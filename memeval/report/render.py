@@ -7,11 +7,9 @@ marked safe; data for the page's script travels as JSON through `tojson`, which 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -20,39 +18,25 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from memeval.grading.run import grade_run
 from memeval.report.view import build_view
-from memeval.rundir.record import read_events, read_run
-from memeval.rundir.results import VERDICTS_FILE, RunResults, load_results
+from memeval.rundir.results import RunResults
+from memeval.rundir.saved import SavedRun
 
 REPORT_FILE = "report.html"
 
 
-def render_report(run_dir: Path, out: Path | None = None) -> Path:
-    """Regenerate the report of a saved run and return its path.
+def render_report(
+    run: SavedRun, results: RunResults, out: Path | None = None, *, checks_only: bool = False
+) -> Path:
+    """Write the report of a saved run with the results it is given and return its path.
 
-    A graded run shows its verdicts.json. An ungraded one is checked in memory (the
-    deterministic checks only, nothing written) so its cards still carry verdicts.
+    `checks_only`: the results were computed for display (an ungraded run's deterministic
+    checks) and are not saved in the run; the page says so.
     """
-    run_dir = Path(run_dir)
-    run = read_run(run_dir)
-    graded = (run_dir / VERDICTS_FILE).is_file()
-    results = load_results(run_dir) if graded else _checks_only(run_dir)
-    view = build_view(run_dir, run, read_events(run_dir), results)
-    view.checks_only = not graded
+    view = build_view(run, results)
+    view.checks_only = checks_only
     html = render_template("report.html.j2", view=view)
-    return write_atomic(out or run_dir / REPORT_FILE, html)
-
-
-def _checks_only(run_dir: Path) -> RunResults:
-    """Deterministic verdicts for an ungraded run, computed without saving or any model."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(grade_run(run_dir, None, save=False))
-    # called from async code: grade on a thread of its own rather than nest event loops
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, grade_run(run_dir, None, save=False)).result()
+    return write_atomic(out or run.path / REPORT_FILE, html)
 
 
 def render_template(name: str, *, script: bool = True, **context: Any) -> str:

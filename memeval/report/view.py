@@ -1,14 +1,13 @@
-"""The report's view model, built only from the saved run directory.
+"""The report's view model, built only from the saved run and the results it is given.
 
-Reads run.json, events.jsonl, the snapshots and (when the run is graded) verdicts.json, and
-arranges them per scenario repeat ("unit"): a size chart, a retention grid and turn cards.
+Arranges the turn records, the snapshots and the verdicts per scenario repeat ("unit"): a
+size chart, a retention grid and turn cards.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memeval.report.cards import Card, build_card
@@ -18,6 +17,7 @@ from memeval.report.grid import GridRow, attach_losses, grid_row
 from memeval.report.links import phoenix_base, phoenix_link
 from memeval.rundir.record import RunInfo, TurnRecord
 from memeval.rundir.results import RunResults, ScenarioMetrics
+from memeval.rundir.saved import SavedRun
 from reference_memory import CAP, TARGET, TRIGGER
 
 SIZE_LINES = [
@@ -79,15 +79,13 @@ class ReportView:
     data: dict[str, Any] = field(default_factory=dict)  # embedded as JSON for the page's script
 
 
-def build_view(
-    run_dir: Path, run: RunInfo, events: list[TurnRecord], results: RunResults | None
-) -> ReportView:
+def build_view(saved: SavedRun, results: RunResults | None) -> ReportView:
+    run = saved.info
     base = phoenix_base(run.phoenix)
     units = [
-        _unit(f"u{k}", run_dir, run, recs, results, base)
-        for k, recs in enumerate(_group_units(run, events))
+        _unit(f"u{k}", saved, recs, results, base) for k, recs in enumerate(saved.planned_units())
     ]
-    summary = [(_title(run, m.scenario), m) for m in (results.metrics if results else [])]
+    summary = [(run.title(m.scenario), m) for m in (results.metrics if results else [])]
     models = [ModelRow(role, spec, _is_fake(spec)) for role, spec in run.models.items()]
     human = [
         {
@@ -95,9 +93,9 @@ def build_view(
             "repeat": c.repeat,
             "turn": c.turn,
             "target": g.target,
-            "verdict": g.human["verdict"],
-            "note": g.human.get("note", ""),
-            "grader": g.human.get("grader", ""),
+            "verdict": g.human.verdict,
+            "note": g.human.note,
+            "grader": g.human.grader,
         }
         for u in units
         for s in u.sessions
@@ -113,7 +111,7 @@ def build_view(
         summary=summary,
         units=units,
         graded=results is not None,
-        n_turns=len(events),
+        n_turns=len(saved.events),
         data={"runId": run.run_id, "humanGrades": human, "memories": _share_memories(units)},
     )
 
@@ -130,40 +128,30 @@ def _share_memories(units: list[UnitView]) -> dict[str, str]:
     return shared
 
 
-def card_anchors(run: RunInfo, events: list[TurnRecord]) -> dict[tuple[str, int, str], str]:
+def card_anchors(saved: SavedRun) -> dict[tuple[str, int, str], str]:
     """(scenario, repeat, turn) -> the element id of its card, as `build_view` assigns them."""
     return {
         (rec.scenario, rec.repeat, rec.turn): f"u{k}-t{rec.index}"
-        for k, recs in enumerate(_group_units(run, events))
+        for k, recs in enumerate(saved.planned_units())
         for rec in recs
     }
 
 
-def _group_units(run: RunInfo, events: list[TurnRecord]) -> list[list[TurnRecord]]:
-    """Turns per (scenario, repeat) in plan order; a resumed run's later record of a turn wins."""
-    by_unit: dict[tuple[str, int], dict[int, TurnRecord]] = {}
-    for rec in events:
-        by_unit.setdefault((rec.scenario, rec.repeat), {})[rec.index] = rec
-    planned = [(str(u.get("scenario")), int(u.get("repeat") or 0)) for u in run.units]
-    order = [k for k in planned if k in by_unit] + sorted(k for k in by_unit if k not in planned)
-    return [[by_unit[k][i] for i in sorted(by_unit[k])] for k in order]
-
-
 def _unit(
     anchor: str,
-    run_dir: Path,
-    run: RunInfo,
+    saved: SavedRun,
     recs: list[TurnRecord],
     results: RunResults | None,
     base: str | None,
 ) -> UnitView:
+    run = saved.info
     scenario, repeat = recs[0].scenario, recs[0].repeat
     cards: list[Card] = []
     befores: dict[int, str] = {}
     previous: str | None = None
     for rec in recs:
-        after = _snapshot(run_dir, rec)
-        before = previous if previous is not None else str(rec.update.get("file_before") or "")
+        after = saved.shown_snapshot(rec)
+        before = previous if previous is not None else rec.update.file_before
         befores[rec.index] = before
         verdicts = results.turn(scenario, repeat, rec.turn) if results else None
         link = phoenix_link(base, rec.trace_id, rec.span_id)
@@ -186,7 +174,7 @@ def _unit(
         anchor=anchor,
         scenario=scenario,
         repeat=repeat,
-        title=_title(run, scenario),
+        title=run.title(scenario),
         chart=_chart(cards, sessions),
         columns=[Column(c.anchor, c.index, c.turn, c.index in starts) for c in cards],
         grid=grid,
@@ -195,38 +183,25 @@ def _unit(
     )
 
 
-def _snapshot(run_dir: Path, rec: TurnRecord) -> str:
-    """The file after the turn; the snapshot path must stay inside the run directory."""
-    root = run_dir.resolve()
-    if rec.snapshot:
-        path = (root / rec.snapshot).resolve()
-        if path.is_relative_to(root) and path.is_file():
-            return path.read_text(encoding="utf-8")
-    return str(rec.update.get("file_after") or "")
-
-
 def _sessions(
     run: RunInfo, scenario: str, cards: list[Card], befores: dict[int, str]
 ) -> list[SessionBlock]:
-    specs = {
-        str(s.get("id")): s
-        for s in (run.scenarios.get(scenario) or {}).get("sessions") or []
-        if isinstance(s, dict)
-    }
+    resolved = run.scenarios.get(scenario)
+    specs = {s.id: s for s in resolved.sessions} if resolved is not None else {}
     blocks: list[SessionBlock] = []
     for card in cards:
         if not blocks or blocks[-1].id != card.session:
-            spec = specs.get(card.session) or {}
-            reference = spec.get("reference_memory")
+            spec = specs.get(card.session)
+            reference = spec.reference_memory if spec is not None else None
             blocks.append(
                 SessionBlock(
                     card.session,
                     card.kind,
-                    str(spec.get("title") or ""),
+                    spec.title if spec is not None else "",
                     card.source,
                     [],
                     file_diff(befores.get(card.index, ""), reference)
-                    if isinstance(reference, str)
+                    if reference is not None
                     else None,
                 )
             )
@@ -247,10 +222,6 @@ def _chart(cards: list[Card], sessions: list[SessionBlock]) -> Chart:
         )
     spans = [SessionSpan(s.cards[0].index, s.cards[-1].index, s.id, s.kind) for s in sessions]
     return size_chart(points, spans, SIZE_LINES)
-
-
-def _title(run: RunInfo, scenario: str) -> str:
-    return str((run.scenarios.get(scenario) or {}).get("title") or "")
 
 
 def _is_fake(spec: str) -> bool:

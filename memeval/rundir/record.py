@@ -18,9 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field, ValidationError
 
 from memeval.errors import RunDirError
+from memeval.rundir.update import PipelineCall, Record, UpdateRecord
+from memeval.scenario.schema import Expect, Question, ResolvedScenario
 from reference_memory.turn import Turn
 
 SCHEMA_VERSION = 1
@@ -29,7 +31,32 @@ EVENTS_FILE = "events.jsonl"
 SNAPSHOTS_DIR = "snapshots"
 
 
-class RunInfo(BaseModel):
+class RunConfig(Record):
+    """How the run was asked to run (`memeval run` options that shape its results)."""
+
+    repeat: int = 1
+    concurrency: int = 1
+    cache: bool = True
+    store: Literal["sqlite", "postgresql"] = "sqlite"
+    agent: str = "chat"  # "chat" (the built-in agent) or the --agent package.module:factory
+    roles: list[str] = Field(default_factory=list)  # the model roles this memory system uses
+
+
+class UnitRef(Record):
+    """One planned scenario repeat."""
+
+    scenario: str
+    repeat: int = 0
+
+
+class PhoenixTarget(Record):
+    """Where the run was traced to."""
+
+    url: str | None = None
+    project: str = ""
+
+
+class RunInfo(Record):
     schema_version: int = SCHEMA_VERSION
     run_id: str
     created_at: str  # ISO 8601, UTC
@@ -37,27 +64,51 @@ class RunInfo(BaseModel):
     status: Literal["running", "complete", "interrupted", "failed"] = "running"
     argv: list[str] = Field(default_factory=list)
     memory: str  # memory system spec: file | none | full-history | oracle | pkg.mod:attr
-    config: dict[str, Any] = Field(default_factory=dict)  # repeat, concurrency, cache, store...
-    models: dict[str, str] = Field(default_factory=dict)  # role -> spec
-    model_info: dict[str, dict[str, Any]] = Field(default_factory=dict)  # role -> details
+    config: RunConfig = Field(default_factory=RunConfig)
+    models: dict[str, str] = Field(default_factory=dict)  # role -> spec (or a given model's name)
+    # role -> what served it, as the back end describes itself (its fields differ per back end)
+    model_info: dict[str, dict[str, Any]] = Field(default_factory=dict)
     strategies: dict[str, str] = Field(default_factory=dict)  # e.g. updater/safety strategy
     versions: dict[str, str] = Field(default_factory=dict)
     prompt_hashes: dict[str, str] = Field(default_factory=dict)  # template path -> sha256
     scenario_hashes: dict[str, str] = Field(default_factory=dict)  # scenario file -> sha256
-    scenarios: dict[str, dict[str, Any]] = Field(default_factory=dict)  # ResolvedScenario dumps
-    units: list[dict[str, Any]] = Field(default_factory=list)  # [{scenario, repeat}] planned
-    phoenix: dict[str, Any] | None = None  # {url, project} when traced
+    scenarios: dict[str, ResolvedScenario] = Field(default_factory=dict)
+    units: list[UnitRef] = Field(default_factory=list)  # planned, in order
+    phoenix: PhoenixTarget | None = None  # when traced
     error: str | None = None
 
+    def title(self, scenario: str) -> str:
+        found = self.scenarios.get(scenario)
+        return found.title if found is not None else ""
 
-class ToolCallRecord(BaseModel):
+
+class ToolCallRecord(Record):
     id: str = ""
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
 
 
-class TurnRecord(BaseModel):
+class ModelCall(Record):
+    """Accounting for one model call of the turn, any role (`memeval.models.base.CallRecord`)."""
+
+    role: str
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    error: str | None = None
+    fake: bool = False
+    cost_usd: float | None = None
+    cached_prompt_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class TurnRecord(Record):
     """One line of events.jsonl: everything about one turn of one scenario repeat."""
 
     schema_version: int = SCHEMA_VERSION
@@ -75,18 +126,29 @@ class TurnRecord(BaseModel):
     answer: str | None = None  # the agent's final reply on eval turns
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     memory_context: str | None = None  # what was injected for this turn
-    expect: dict[str, Any] | None = None
-    question: dict[str, Any] | None = None
-    update: dict[str, Any] = Field(default_factory=dict)  # reference_memory UpdateReport dict
+    expect: Expect | None = None
+    question: Question | None = None
+    update: UpdateRecord = Field(default_factory=UpdateRecord)
     snapshot: str = ""  # path relative to the run directory
     file_chars: int = 0
     timings: dict[str, float] = Field(default_factory=dict)  # agent_s, update_s, turn_s
-    calls: list[dict[str, Any]] = Field(default_factory=list)  # CallRecord dicts, every role
+    calls: list[ModelCall] = Field(default_factory=list)  # every role's calls
     agent_error: str | None = None
     trace_id: str | None = None
     span_id: str | None = None
     started_at: str = ""
     finished_at: str = ""
+
+    def model_calls(self) -> list[ModelCall] | list[PipelineCall]:
+        """Every model call of the turn. `calls` covers all roles; a writer that only filled
+        the update report's calls is read from there instead."""
+        return self.calls or self.update.calls
+
+    def pipeline_seconds(self) -> float | None:
+        """How long the memory update after this turn took."""
+        if "update_s" in self.timings:
+            return self.timings["update_s"]
+        return self.update.timings.get("total")
 
 
 def read_run(run_dir: Path) -> RunInfo:
@@ -103,7 +165,10 @@ def read_run(run_dir: Path) -> RunInfo:
             f"{path}: schema_version {version!r} is not supported (this memeval reads "
             f"{SCHEMA_VERSION})"
         )
-    return RunInfo.model_validate(data)
+    try:
+        return RunInfo.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(path, exc) from None
 
 
 def write_run(run_dir: Path, info: RunInfo) -> None:
@@ -129,16 +194,28 @@ def iter_events(run_dir: Path) -> Iterator[TurnRecord]:
     if not path.is_file():
         return
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, start=1):
             if not line.endswith("\n"):
                 break
             line = line.strip()
-            if line:
+            if not line:
+                continue
+            try:
                 yield TurnRecord.model_validate_json(line)
+            except ValidationError as exc:
+                raise invalid(path, exc, number) from None
 
 
 def read_events(run_dir: Path) -> list[TurnRecord]:
     return list(iter_events(run_dir))
+
+
+def invalid(path: Path, exc: ValidationError, line: int | None = None) -> RunDirError:
+    """A one-line error naming the file (and line) and the first invalid key."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "top level"
+    at = f"{path}:{line}" if line is not None else str(path)
+    return RunDirError(f"{at}: invalid at {where}: {first['msg']}")
 
 
 def turn_from_record(record: TurnRecord) -> Turn:

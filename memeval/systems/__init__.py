@@ -1,7 +1,22 @@
 """Memory systems: `file`, `none`, `full-history`, `oracle`, or a user's `pkg.mod:attr`."""
 
-from memeval.systems.base import MemoryKey, MemorySystem, SessionStart
+from memeval.systems.base import (
+    Closeable,
+    MemoryKey,
+    MemorySystem,
+    Restorable,
+    SessionAware,
+    SessionStart,
+)
 
 BUILTIN = ("file", "none", "full-history", "oracle")
 
-__all__ = ["BUILTIN", "MemoryKey", "MemorySystem", "SessionStart"]
+__all__ = [
+    "BUILTIN",
+    "Closeable",
+    "MemoryKey",
+    "MemorySystem",
+    "Restorable",
+    "SessionAware",
+    "SessionStart",
+]

@@ -1,7 +1,13 @@
-"""The memory-system extension point: what to inject, what to learn, what it holds now."""
+"""The memory-system extension point: what to inject, what to learn, what it holds now.
+
+Three methods are required (`MemorySystem`); the optional hooks a system may also have are
+protocols of their own, checked with isinstance: `SessionAware` (told when a session
+starts), `Restorable` (brought back to a resumed run's last turn) and `Closeable`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -38,4 +44,28 @@ class MemorySystem(Protocol):
 
     async def snapshot(self, key: MemoryKey) -> str:
         """The memory as it stands now (the file, for file memory)."""
+        ...
+
+
+@runtime_checkable
+class SessionAware(Protocol):
+    async def start_session(self, key: MemoryKey, session: SessionStart) -> None:
+        """A session begins (conversation history was reset); oracle and full-history use it."""
+        ...
+
+
+@runtime_checkable
+class Restorable(Protocol):
+    async def restore(
+        self, key: MemoryKey, snapshot: str, turns: Sequence[tuple[str, Turn]]
+    ) -> None:
+        """Continue a resumed run: `snapshot` is the memory after its last complete turn and
+        `turns` every completed turn as (session id, turn), in order."""
+        ...
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    def close(self) -> None:
+        """Release what the system holds (a store's connections) at the end of its unit."""
         ...

@@ -11,13 +11,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 
-from memeval.rundir.record import TurnRecord, read_events, read_run
+from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults, TurnVerdicts
+from memeval.rundir.saved import SavedRun
 from memeval.tracing.endpoint import auth_headers, check_health, normalize_endpoint
 
 AnnotatorKind = Literal["CODE", "LLM", "HUMAN"]
@@ -102,14 +102,14 @@ def turn_annotations(span_id: str, tv: TurnVerdicts, *, run_id: str = "") -> lis
     return out
 
 
-def annotate_run(run_dir: Path, results: RunResults) -> int:
+def annotate_run(run: SavedRun, results: RunResults) -> int:
     """Send a graded run's verdicts to the Phoenix it was traced to (run.json `phoenix`);
     0 when it was not traced. For `memeval run` after grading and `memeval grade`."""
-    info = read_run(run_dir)
-    if not info.phoenix or not info.phoenix.get("url"):
+    phoenix = run.info.phoenix
+    if phoenix is None or not phoenix.url:
         return 0
-    annotations = annotations_from_results(results, read_events(run_dir))
-    return log_annotations(info.phoenix["url"], str(info.phoenix.get("project", "")), annotations)
+    annotations = annotations_from_results(results, run.events)
+    return log_annotations(phoenix.url, phoenix.project, annotations)
 
 
 def log_annotations(

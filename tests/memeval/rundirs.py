@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memeval.grading.run import grade_run, grade_without_model
+from memeval.models.base import ChatModel
+from memeval.publish import publish
 from memeval.rundir.record import RunInfo, ToolCallRecord, TurnRecord, append_event, write_run
+from memeval.rundir.results import RunResults, save_results
+from memeval.rundir.saved import SavedRun
 from memeval.scenario.schema import (
     Expect,
     Fact,
@@ -40,6 +45,23 @@ SECTIONS = (
     "Interaction corrections",
 )
 SKELETON = "".join(f"## {name}\n\n" for name in SECTIONS)
+
+
+async def grade_and_save(
+    run_dir: Path, judge: ChatModel | None = None, **options: Any
+) -> RunResults:
+    """What `memeval run` does after its turns: grade the saved run, save verdicts.json."""
+    run = SavedRun.open(run_dir)
+    results = await grade_run(run, judge, **options)
+    save_results(run.path, results)
+    return results
+
+
+def report_of(run_dir: Path, out: Path | None = None) -> Path:
+    """report.html as `memeval report` writes it (an ungraded run shows its checks)."""
+    run = SavedRun.open(run_dir)
+    results = run.results if run.results is not None else grade_without_model(run)
+    return publish(run, results, save=False, report_to=out).report
 
 
 def memory(**sections: list[str]) -> str:

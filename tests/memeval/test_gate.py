@@ -12,10 +12,9 @@ from typer.testing import CliRunner
 
 from memeval.cli import app
 from memeval.gate import GateConfig, check_gate, fisher_one_sided
-from memeval.grading import grade_run
 from memeval.junit import write_junit
 from memeval.rundir.results import load_results
-from tests.memeval.rundirs import RunDirBuilder, memory
+from tests.memeval.rundirs import RunDirBuilder, grade_and_save, memory
 
 QUESTION = {
     "type": "memory-dependent",
@@ -46,7 +45,7 @@ def graded_run(path: Path, outcomes: list[list[bool]], run_id: str = "run") -> P
                 question=QUESTION,
             )
     run_dir = run.write()
-    asyncio.run(grade_run(run_dir))
+    asyncio.run(grade_and_save(run_dir))
     return run_dir
 
 
@@ -72,7 +71,7 @@ def test_an_identical_run_passes_the_gate(tmp_path: Path) -> None:
 def test_one_fewer_passing_memory_dependent_question_fails_the_gate(tmp_path: Path) -> None:
     base = graded_run(tmp_path / "base", [[True, True, True, True]])
     worse = graded_run(tmp_path / "worse", [[True, True, False, True]])
-    report = check_gate(worse, base)
+    report = check_gate(load_results(worse), base)
     [regression] = report.regressions
     assert (regression.scenario, regression.metric) == ("book", "memory_dependent")
     assert (regression.baseline, regression.current) == ("4/4", "3/4")
@@ -86,14 +85,14 @@ def test_a_single_flip_among_five_repeats_is_noise_but_a_real_drop_is_not(tmp_pa
     flip = [[True] * 4 for _ in range(5)]
     flip[3][2] = False
     one_flip = graded_run(tmp_path / "flip", flip)
-    report = check_gate(one_flip, base)
+    report = check_gate(load_results(one_flip), base)
     delta = next(d for d in report.deltas if d.metric == "memory_dependent")
     assert (delta.baseline, delta.current, delta.status) == ("20/20", "19/20", "ok")
     assert delta.p_value == pytest.approx(0.5) and "within noise" in delta.note
     assert gate(one_flip, "--baseline", base)[0] == 0
 
     collapse = graded_run(tmp_path / "collapse", [[True, False, False, True]] * 5)
-    report = check_gate(collapse, base)
+    report = check_gate(load_results(collapse), base)
     assert [d.metric for d in report.regressions] == ["memory_dependent"]
     assert report.regressions[0].p_value is not None and report.regressions[0].p_value < 0.001
 
@@ -101,7 +100,7 @@ def test_a_single_flip_among_five_repeats_is_noise_but_a_real_drop_is_not(tmp_pa
 def test_thresholds_are_configurable(tmp_path: Path) -> None:
     base = graded_run(tmp_path / "base", [[True, True, True, True]])
     worse = graded_run(tmp_path / "worse", [[True, True, False, True]])
-    assert check_gate(worse, base, GateConfig(max_drop=0.3)).regressions == []
+    assert check_gate(load_results(worse), base, GateConfig(max_drop=0.3)).regressions == []
     assert gate(worse, "--baseline", base, "--max-drop", "0.3")[0] == 0
     code, _, err = gate(worse, "--baseline", base, "--alpha", "7")
     assert code == 2 and err.strip().startswith("error: --alpha 7.0 must be between 0 and 1")
@@ -157,7 +156,7 @@ def test_junit_keeps_hostile_scenario_and_model_text_as_text(tmp_path: Path) -> 
     from tests.memeval.rundirs import build_sample_run
 
     run = build_sample_run(tmp_path / "run", hostile=True)
-    asyncio.run(grade_run(run))
+    asyncio.run(grade_and_save(run))
     path = write_junit(load_results(run), tmp_path / "junit.xml")
     root = ET.parse(path).getroot()  # parses: every string was escaped
     assert root.find(".//script") is None

@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 
 from memeval.errors import RunDirError
-from memeval.grading import grade_run
 from memeval.rundir.results import Ratio, load_results
-from tests.memeval.rundirs import build_sample_run
+from tests.memeval.rundirs import build_sample_run, grade_and_save
 
 
 def test_grading_round_trips_through_verdicts_json(tmp_path: Path) -> None:
     run_dir = build_sample_run(tmp_path / "run")
-    graded = asyncio.run(grade_run(run_dir))
+    graded = asyncio.run(grade_and_save(run_dir))
     loaded = load_results(run_dir)
     assert loaded == graded
     assert loaded.run_id == "sample-run"

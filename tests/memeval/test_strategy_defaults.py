@@ -5,34 +5,39 @@ from __future__ import annotations
 import pytest
 
 from memeval.errors import ConfigError
-from memeval.models.registry import resolve_specs
+from memeval.models.spec import ModelSpec, parse_spec, resolve_specs
 from memeval.runner import strategy_objects
 from memeval.strategy_defaults import LOCAL_OPS_MAX_TOKENS, choose_strategies, default_strategies
 from reference_memory import FileMemory, SQLiteStore
 from reference_memory.testing import ALLOW, add, ops, roles, turn
 
 
+def specs_of(updater: str, safety: str) -> dict[str, ModelSpec]:
+    return {"updater": parse_spec(updater), "safety": parse_spec(safety)}
+
+
 def test_the_embedded_default_gets_the_small_model_strategies() -> None:
     specs = resolve_specs(None, env={})  # no endpoint configured: every role is local
-    assert specs["updater"].startswith("local:")
+    assert specs["updater"].local_name is not None
     assert default_strategies(specs) == {"updater": "cascade", "safety": "checklist"}
 
 
-@pytest.mark.parametrize("spec", ["openai:gpt-4o-mini", "fake", "scripted-updater"])
-def test_endpoint_fake_and_given_models_keep_ops_and_classifier(spec: str) -> None:
-    specs = {"updater": spec, "safety": spec}
+@pytest.mark.parametrize("spec", ["openai:gpt-4o-mini", "fake", None])
+def test_endpoint_fake_and_given_models_keep_ops_and_classifier(spec: str | None) -> None:
+    # a model handed in by a library caller has no spec: its roles are absent
+    specs = {"updater": parse_spec(spec), "safety": parse_spec(spec)} if spec else {}
     assert default_strategies(specs) == {"updater": "ops", "safety": "classifier"}
 
 
 def test_each_role_is_decided_by_its_own_model() -> None:
-    specs = {"updater": "openai:gpt-4o-mini", "safety": "local:qwen2.5-coder-1.5b"}
+    specs = specs_of("openai:gpt-4o-mini", "local:qwen2.5-coder-1.5b")
     assert default_strategies(specs) == {"updater": "ops", "safety": "checklist"}
-    specs = {"updater": "local:qwen2.5-coder-0.5b", "safety": "openai:gpt-4o-mini"}
+    specs = specs_of("local:qwen2.5-coder-0.5b", "openai:gpt-4o-mini")
     assert default_strategies(specs) == {"updater": "cascade", "safety": "classifier"}
 
 
 def test_explicit_choices_win_and_unknown_names_are_one_line_errors() -> None:
-    specs = {"updater": "local:qwen2.5-coder-1.5b", "safety": "local:qwen2.5-coder-1.5b"}
+    specs = specs_of("local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-1.5b")
     assert choose_strategies(specs, "ops", None) == {
         "updater": "ops",
         "safety": "checklist",
@@ -46,8 +51,8 @@ def test_explicit_choices_win_and_unknown_names_are_one_line_errors() -> None:
 
 
 def test_only_an_embedded_model_writing_ops_gets_the_output_bound() -> None:
-    local = {"updater": "local:qwen2.5-coder-0.5b", "safety": "local:qwen2.5-coder-0.5b"}
-    endpoint = {"updater": "openai:gpt-4o-mini", "safety": "openai:gpt-4o-mini"}
+    local = specs_of("local:qwen2.5-coder-0.5b", "local:qwen2.5-coder-0.5b")
+    endpoint = specs_of("openai:gpt-4o-mini", "openai:gpt-4o-mini")
     assert "updater_max_tokens" not in choose_strategies(local, None, None)  # cascade
     assert "updater_max_tokens" not in choose_strategies(endpoint, None, None)  # ops, endpoint
     assert "updater_max_tokens" not in choose_strategies(endpoint, "ops", "checklist")
@@ -55,7 +60,7 @@ def test_only_an_embedded_model_writing_ops_gets_the_output_bound() -> None:
 
 
 async def test_the_recorded_bound_reaches_the_updater_call_and_no_other(tmp_path) -> None:
-    local = {"updater": "local:qwen2.5-coder-1.5b", "safety": "local:qwen2.5-coder-1.5b"}
+    local = specs_of("local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-1.5b")
     strategies = choose_strategies(local, "ops", "classifier")
     models = roles(
         summarizer=["The user said 70 rows."],

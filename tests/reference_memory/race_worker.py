@@ -15,7 +15,6 @@ from typing import Any
 
 from reference_memory import FileMemory, PostgresStore, SQLiteStore
 from reference_memory.store.base import Store
-
 from reference_memory.testing import ALLOW, Request, add, ops, roles, turn
 
 _LOCKS = """SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)

@@ -13,7 +13,6 @@ from reference_memory import (
     apply_ops,
 )
 from reference_memory.document import missing_sections
-
 from reference_memory.testing import ALLOW, add, block, ops, roles, turn
 
 PROFILE = "- [user] Dana leads ML evaluation at Acme"

@@ -9,7 +9,6 @@ import pytest
 
 from reference_memory import SKELETON, FileMemory, SQLiteStore, Status, Turn, UpdateReport
 from reference_memory.store.base import KeySession
-
 from reference_memory.testing import ALLOW, Request, ScriptedModel, add, ops, roles, turn
 
 NOTE = add("## Conventions", "- [user] Datasets have exactly 70 rows")

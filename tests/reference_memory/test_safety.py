@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from reference_memory import SKELETON, FileMemory, SQLiteStore, Status
-
 from reference_memory.testing import ALLOW, Request, add, block, ops, replace, roles, turn
 
 GOOD = add("## Conventions", "- [user] Datasets have exactly 70 rows")

@@ -11,7 +11,6 @@ import pytest
 from reference_memory import SKELETON, FileMemory, SQLiteStore, Status
 from reference_memory.safety_checklist import CHECKLIST_SCHEMA, QUESTIONS, ChecklistSafety
 from reference_memory.safety_rules import findings, reports_injection
-
 from reference_memory.testing import ScriptedModel, add, ops, roles, turn
 
 sys.path.insert(0, str(Path(__file__).parents[2]))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 from reference_memory import SKELETON, FileMemory, SQLiteStore, Status
-from reference_memory.updater import ops_schema
-
 from reference_memory.testing import ALLOW, ScriptExhausted, add, ops, replace, roles, turn
+from reference_memory.updater import ops_schema
 
 GOOD = add("## Conventions", "- [user] Datasets have exactly 70 rows")
 SEEDED = SKELETON.replace("## Assets\n", "## Assets\n- Dataset a1\n- Dataset a1\n")

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from memeval.cli import app
-from memeval.grading import grade_run
 from memeval.grading.human import GradesError, load_grades
 from memeval.rundir.results import load_results
 from tests.memeval.grading.test_judge import PASS, one_question_run, scripted_judge
+from tests.memeval.rundirs import grade_and_save
 
 
 def grades_file(path: Path, *entries: dict, **top) -> Path:
@@ -35,9 +35,9 @@ def grade(turn: str = "s2q1", target: str = "question", verdict: str = "fail", *
 
 async def test_a_human_grade_overrides_the_judge_and_keeps_its_source(tmp_path: Path) -> None:
     run_dir = one_question_run(tmp_path)
-    await grade_run(run_dir, scripted_judge([PASS]))
+    await grade_and_save(run_dir, scripted_judge([PASS]))
     grades_file(run_dir / "grades.json", grade())
-    results = await grade_run(run_dir, None)  # the stored judgement is reused, then overridden
+    results = await grade_and_save(run_dir, None)  # the stored judgement is reused, then overridden
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.judge and turn.human and turn.question
     assert turn.judge.verdict == "pass"
@@ -54,7 +54,7 @@ async def test_a_human_grade_overrides_the_judge_and_keeps_its_source(tmp_path: 
 async def test_a_human_can_pass_what_the_checks_failed(tmp_path: Path) -> None:
     run_dir = one_question_run(tmp_path, answer="Not yet: 64.8% is below ninety percent.")
     grades_file(run_dir / "grades.json", grade(verdict="pass", note="says it in words"))
-    turn = (await grade_run(run_dir, None)).turn("book", 0, "s2q1")
+    turn = (await grade_and_save(run_dir, None)).turn("book", 0, "s2q1")
     assert turn and turn.question and turn.question_check
     assert turn.question_check.verdict == "fail"
     assert (turn.question.verdict, turn.question.source) == ("pass", "human")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from memeval.grading import grade_run
 from memeval.grading.judge import JUDGE_SCHEMA
 from memeval.models.base import ChatResponse, ModelError
 from memeval.models.scripted import ScriptedModel
-from tests.memeval.rundirs import RunDirBuilder, memory
+from tests.memeval.rundirs import RunDirBuilder, grade_and_save, memory
 
 PASS = '{"verdict": "pass", "reason": "cites 0.648 against 0.90"}'
 FAIL = '{"verdict": "fail", "reason": "does not cite the target"}'
@@ -57,7 +56,7 @@ def one_question_run(tmp_path: Path, answer: str = "No: 0.648 vs the 0.90 target
 async def test_the_judge_sees_criterion_message_memory_calls_and_answer(tmp_path: Path) -> None:
     usage = ChatResponse(content=PASS, prompt_tokens=100, completion_tokens=10, latency_s=0.2)
     judge = scripted_judge([usage])
-    results = await grade_run(one_question_run(tmp_path), judge)
+    results = await grade_and_save(one_question_run(tmp_path), judge)
     turn = results.turn("book", 0, "s2q1")
     assert turn is not None and turn.question is not None and turn.judge is not None
     assert (turn.question.verdict, turn.question.source) == ("pass", "judge")
@@ -78,7 +77,7 @@ async def test_the_judge_sees_criterion_message_memory_calls_and_answer(tmp_path
 
 
 async def test_a_judge_fail_overrides_passing_checks(tmp_path: Path) -> None:
-    results = await grade_run(one_question_run(tmp_path), scripted_judge([FAIL]))
+    results = await grade_and_save(one_question_run(tmp_path), scripted_judge([FAIL]))
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.question and turn.question_check
     assert turn.question_check.verdict == "pass"
@@ -88,7 +87,7 @@ async def test_a_judge_fail_overrides_passing_checks(tmp_path: Path) -> None:
 
 async def test_failed_checks_are_not_sent_to_the_judge(tmp_path: Path) -> None:
     judge = scripted_judge([])
-    results = await grade_run(one_question_run(tmp_path, answer="Yes, ship it."), judge)
+    results = await grade_and_save(one_question_run(tmp_path, answer="Yes, ship it."), judge)
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.question and turn.judge is None and judge.requests == []
     assert (turn.question.verdict, turn.question.source) == ("fail", "check")
@@ -103,7 +102,7 @@ async def test_judge_failures_are_recorded_not_guessed(tmp_path: Path) -> None:
     ]:
         run_dir = one_question_run(tmp_path / expected.replace(" ", "_").replace(":", ""))
         script = [answer] if answer is not None else [""]
-        results = await grade_run(run_dir, scripted_judge(script))
+        results = await grade_and_save(run_dir, scripted_judge(script))
         turn = results.turn("book", 0, "s2q1")
         assert turn and turn.judge and turn.question
         assert turn.judge.verdict == "error" and expected in (turn.judge.error or "")
@@ -113,7 +112,9 @@ async def test_judge_failures_are_recorded_not_guessed(tmp_path: Path) -> None:
 
 
 async def test_a_judge_that_hangs_times_out_as_an_error(tmp_path: Path) -> None:
-    results = await grade_run(one_question_run(tmp_path), scripted_judge([_late]), timeout_s=0.05)
+    results = await grade_and_save(
+        one_question_run(tmp_path), scripted_judge([_late]), timeout_s=0.05
+    )
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.judge and turn.judge.verdict == "error"
     assert "timed out" in (turn.judge.error or "")
@@ -121,16 +122,16 @@ async def test_a_judge_that_hangs_times_out_as_an_error(tmp_path: Path) -> None:
 
 async def test_stored_judgements_are_reused_and_errors_are_retried(tmp_path: Path) -> None:
     run_dir = one_question_run(tmp_path)
-    await grade_run(run_dir, scripted_judge(["garbage"]))
+    await grade_and_save(run_dir, scripted_judge(["garbage"]))
     retried = scripted_judge([PASS])
-    results = await grade_run(run_dir, retried)  # the stored error is asked again
+    results = await grade_and_save(run_dir, retried)  # the stored error is asked again
     assert len(retried.requests) == 1
     assert results.turn("book", 0, "s2q1").judge.verdict == "pass"  # type: ignore[union-attr]
 
     no_calls = scripted_judge([])
-    again = await grade_run(run_dir, no_calls)  # same model, same input: reused
+    again = await grade_and_save(run_dir, no_calls)  # same model, same input: reused
     assert no_calls.requests == []
-    offline = await grade_run(run_dir, None)  # no model at all: the stored result stands
+    offline = await grade_and_save(run_dir, None)  # no model at all: the stored result stands
     for res in (again, offline):
         turn = res.turn("book", 0, "s2q1")
         assert (
@@ -145,21 +146,21 @@ async def test_stored_judgements_are_reused_and_errors_are_retried(tmp_path: Pat
     assert offline.judge_model == "scripted:judge"
 
     other = scripted_judge([FAIL], name="scripted:other-judge")  # another model judges anew
-    assert (await grade_run(run_dir, other)).turn("book", 0, "s2q1").judge.verdict == "fail"  # type: ignore[union-attr]
+    assert (await grade_and_save(run_dir, other)).turn("book", 0, "s2q1").judge.verdict == "fail"  # type: ignore[union-attr]
     forced = scripted_judge([PASS], name="scripted:other-judge")
-    await grade_run(run_dir, forced, rejudge=True)
+    await grade_and_save(run_dir, forced, rejudge=True)
     assert len(forced.requests) == 1
 
 
 async def test_writes_are_judged_against_the_note_only_when_asked(tmp_path: Path) -> None:
     run_dir = one_question_run(tmp_path)
     judge = scripted_judge([PASS])
-    results = await grade_run(run_dir, judge)  # judge_writes off: the question only
+    results = await grade_and_save(run_dir, judge)  # judge_writes off: the question only
     assert len(judge.requests) == 1
     assert results.turn("book", 0, "s1t1").write_judge is None  # type: ignore[union-attr]
 
     judge = scripted_judge([FAIL])
-    results = await grade_run(run_dir, judge, judge_writes=True)
+    results = await grade_and_save(run_dir, judge, judge_writes=True)
     turn = results.turn("book", 0, "s1t1")
     assert turn and turn.write and turn.write_judge
     assert (turn.write.verdict, turn.write.source) == ("fail", "judge")
@@ -182,13 +183,13 @@ def criterion_only_run(tmp_path: Path, agent_error: str | None = None) -> Path:
 
 async def test_a_criterion_without_checks_is_ungraded_until_judged(tmp_path: Path) -> None:
     run_dir = criterion_only_run(tmp_path)
-    results = await grade_run(run_dir, None)
+    results = await grade_and_save(run_dir, None)
     turn = results.turn("book", 0, "q1")
     assert turn and turn.question and turn.question.verdict == "na"
     metrics = results.metrics[0]
     assert str(metrics.memory_corruptible) == "0/0" and metrics.questions_ungraded == 1
 
-    results = await grade_run(run_dir, scripted_judge([PASS]))
+    results = await grade_and_save(run_dir, scripted_judge([PASS]))
     turn = results.turn("book", 0, "q1")
     assert (
         turn
@@ -204,7 +205,7 @@ async def test_a_criterion_without_checks_is_ungraded_until_judged(tmp_path: Pat
 
 async def test_an_agent_failure_is_an_error_not_a_judgement(tmp_path: Path) -> None:
     judge = scripted_judge([])
-    results = await grade_run(criterion_only_run(tmp_path, "TimeoutError: 300 s"), judge)
+    results = await grade_and_save(criterion_only_run(tmp_path, "TimeoutError: 300 s"), judge)
     turn = results.turn("book", 0, "q1")
     assert turn and turn.question and judge.requests == []
     assert (turn.question.verdict, turn.question.source) == ("error", "check")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memeval.grading import grade_run
 from memeval.rundir.results import FactRetention
 from reference_memory.edits import apply_ops
-from tests.memeval.rundirs import RunDirBuilder, memory
+from tests.memeval.rundirs import RunDirBuilder, grade_and_save, memory
 
 SEVENTY = {"match": ["70 rows"], "user_tagged": True, "section": "Conventions"}
 CONV = "- [user] Datasets always have exactly 70 rows."
@@ -33,7 +32,7 @@ async def test_a_fact_deleted_by_a_replace_op_is_blamed_on_that_op(tmp_path: Pat
     f2 = apply_ops(f1, edits)
     sc.turn("t2", file=f2, ops=edits)
     sc.turn("t3", expect={"records": ["seventy"]})
-    results = await grade_run(run.write())
+    results = await grade_and_save(run.write())
 
     seventy = fact(results, "seventy")
     assert seventy.cells == ["present", "lost", "missing"]
@@ -56,7 +55,7 @@ async def test_a_fact_lost_in_compaction_is_blamed_on_compaction(tmp_path: Path)
     assert "bullet summaries" in over  # the ops kept it ...
     compacted = memory(Conventions=["- notes (compacted)"])  # ... the compactor cut it
     sc.turn("t2", file=compacted, ops=filler, compaction={"text_before": over})
-    results = await grade_run(run.write())
+    results = await grade_and_save(run.write())
 
     style = fact(results, "style")
     assert style.cells == ["present", "lost"]
@@ -77,7 +76,7 @@ async def test_states_before_expected_after_until_and_unexplained_losses(tmp_pat
     sc.turn("t3", file=with_it)
     # the file lost both facts with no op and no compaction: nothing to blame
     sc.turn("t4", file=memory(Conventions=["- [user] Datasets have 80 rows."]))
-    results = await grade_run(run.write())
+    results = await grade_and_save(run.write())
 
     seventy = fact(results, "seventy")
     assert seventy.cells == ["absent", "missing", "present", "superseded"]
@@ -98,6 +97,6 @@ async def test_an_op_list_that_no_longer_applies_gives_unknown_with_the_reason(
     sc.turn("t1", file=memory(Conventions=[STYLE]))
     broken = [{"op": "replace", "old": "not in the file", "new": ""}]
     sc.turn("t2", file=memory(), ops=broken)
-    results = await grade_run(run.write())
+    results = await grade_and_save(run.write())
     culprit = fact(results, "style").losses[0].culprit
     assert culprit.kind == "unknown" and culprit.excerpt.startswith("replaying op 0 failed: op 0")

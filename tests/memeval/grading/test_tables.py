@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from memeval.grading import grade_run, write_tables
-from memeval.tables import summary_line
-from tests.memeval.rundirs import build_sample_run
+from memeval.rundir.saved import SavedRun
+from memeval.summary import summary_line
+from memeval.tables import write_tables
+from tests.memeval.rundirs import build_sample_run, grade_and_save
 
 
 def test_tables_are_written_and_say_what_happened(tmp_path: Path) -> None:
     run_dir = build_sample_run(tmp_path / "run")
-    results = asyncio.run(grade_run(run_dir))
-    paths = write_tables(run_dir, results)
+    results = asyncio.run(grade_and_save(run_dir))
+    paths = write_tables(SavedRun.open(run_dir), results)
     assert sorted(p.name for p in paths) == [
         "facts.csv",
         "llm_calls.csv",
@@ -44,7 +45,7 @@ def test_tables_are_written_and_say_what_happened(tmp_path: Path) -> None:
 
 
 def test_the_summary_line_reads_like_the_issue_asks(tmp_path: Path) -> None:
-    results = asyncio.run(grade_run(build_sample_run(tmp_path / "run")))
+    results = asyncio.run(grade_and_save(build_sample_run(tmp_path / "run")))
     line = summary_line(results.metrics[0])
     assert line == (
         "write-match 3/5 · memory-dependent 1/1 · memory-corruptible 0/1 · compactions 1 "

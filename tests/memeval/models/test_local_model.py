@@ -11,6 +11,7 @@ import pytest
 from memeval.models.base import ModelError
 from memeval.models.guard import ModelRequestsForbidden
 from memeval.models.registry import build_model
+from memeval.models.spec import parse_spec
 
 pytestmark = pytest.mark.local_model
 
@@ -42,7 +43,7 @@ TOOLS = [
 
 
 async def test_schema_valid_json(allow_model_requests: None) -> None:
-    model = build_model(SPEC)
+    model = build_model(parse_spec(SPEC))
     messages = [
         {"role": "system", "content": "You classify lines before they are saved to memory."},
         {
@@ -58,7 +59,7 @@ async def test_schema_valid_json(allow_model_requests: None) -> None:
 
 
 async def test_plain_answer(allow_model_requests: None) -> None:
-    response = await build_model(SPEC).chat(
+    response = await build_model(parse_spec(SPEC)).chat(
         [{"role": "user", "content": "What is the capital of France? Answer in one word."}],
         max_tokens=10,
     )
@@ -66,7 +67,7 @@ async def test_plain_answer(allow_model_requests: None) -> None:
 
 
 async def test_tool_protocol_is_always_well_formed(allow_model_requests: None) -> None:
-    response = await build_model(SPEC).chat(
+    response = await build_model(parse_spec(SPEC)).chat(
         [
             {"role": "system", "content": "You are an observability agent. Use tools for data."},
             {"role": "user", "content": "Count the spans in project agent-prod."},
@@ -84,11 +85,11 @@ async def test_tool_protocol_is_always_well_formed(allow_model_requests: None) -
 
 async def test_over_long_prompt_is_a_model_error(allow_model_requests: None) -> None:
     with pytest.raises(ModelError, match="over the 8192-token context"):
-        await build_model(SPEC).chat([{"role": "user", "content": "word " * 9000}])
+        await build_model(parse_spec(SPEC)).chat([{"role": "user", "content": "word " * 9000}])
 
 
 async def test_cancelling_stops_generation(allow_model_requests: None) -> None:
-    model = build_model(SPEC)
+    model = build_model(parse_spec(SPEC))
     prompt = [{"role": "user", "content": "Count from 1 to 500, one number per line."}]
     task = asyncio.ensure_future(model.chat(prompt, max_tokens=2000))
     await asyncio.sleep(1.0)
@@ -104,11 +105,11 @@ async def test_cancelling_stops_generation(allow_model_requests: None) -> None:
 
 async def test_blocked_without_the_fixture() -> None:
     with pytest.raises(ModelRequestsForbidden):
-        await build_model(SPEC).chat([{"role": "user", "content": "hi"}])
+        await build_model(parse_spec(SPEC)).chat([{"role": "user", "content": "hi"}])
 
 
 async def test_each_roles_prefix_survives_other_roles_calls(allow_model_requests: None) -> None:
-    model = build_model(SPEC)
+    model = build_model(parse_spec(SPEC))
     role_a = {"role": "system", "content": "You answer about datasets. " + "Rules. " * 150}
     role_b = {"role": "system", "content": "You classify safety. " + "Policy. " * 150}
 
@@ -124,7 +125,7 @@ async def test_each_roles_prefix_survives_other_roles_calls(allow_model_requests
 
 
 async def test_a_restored_prefix_answers_as_a_cold_one(allow_model_requests: None) -> None:
-    model = build_model(SPEC)
+    model = build_model(parse_spec(SPEC))
     role_a = {"role": "system", "content": "You name colours. " + "Be brief. " * 80}
     role_b = {"role": "system", "content": "You name animals. " + "Be brief. " * 80}
     question = [role_a, {"role": "user", "content": "Name three colours."}]

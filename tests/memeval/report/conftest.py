@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from memeval.grading.run import grade_run
 from memeval.models.scripted import ScriptedModel
 from tests.conftest import require_service
-from tests.memeval.rundirs import build_sample_run
+from tests.memeval.rundirs import build_sample_run, grade_and_save
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -24,7 +23,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 def graded(run_dir: Path, judge_reason: str = "cites 0.648 against the 0.90 target") -> Path:
     """Grade a run with a scripted judge that passes the one question its checks pass."""
     answer = json.dumps({"verdict": "pass", "reason": judge_reason})
-    asyncio.run(grade_run(run_dir, ScriptedModel([answer], name="scripted:judge")))
+    asyncio.run(grade_and_save(run_dir, ScriptedModel([answer], name="scripted:judge")))
     return run_dir
 
 

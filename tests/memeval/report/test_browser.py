@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from memeval.cli import app
-from memeval.report.render import render_report
 from memeval.rundir.results import load_results
 from tests.memeval.report.conftest import chromium
 from tests.memeval.report.html import by_id, parse, text_of
+from tests.memeval.rundirs import report_of
 
 pytestmark = pytest.mark.browser
 
@@ -29,7 +29,7 @@ def _open(browser: Any, report: Path) -> tuple[Any, list[str]]:
 
 
 def test_grade_in_the_browser_export_and_import(sample_run: Path, tmp_path: Path) -> None:
-    report = render_report(sample_run)
+    report = report_of(sample_run)
     exported = tmp_path / "grades.json"
     with chromium() as browser:
         page, errors = _open(browser, report)
@@ -82,7 +82,7 @@ def test_grade_in_the_browser_export_and_import(sample_run: Path, tmp_path: Path
 
 def test_clicking_the_pressed_verdict_clears_it(sample_run: Path) -> None:
     with chromium() as browser:
-        page, errors = _open(browser, render_report(sample_run))
+        page, errors = _open(browser, report_of(sample_run))
         fail = page.locator('#u0-t0 .grade[data-target="write"] button.g-fail')
         fail.click()
         assert fail.get_attribute("aria-pressed") == "true"
@@ -94,7 +94,7 @@ def test_clicking_the_pressed_verdict_clears_it(sample_run: Path) -> None:
 
 def test_filters_and_keyboard(sample_run: Path) -> None:
     with chromium() as browser:
-        page, errors = _open(browser, render_report(sample_run))
+        page, errors = _open(browser, report_of(sample_run))
         visible = "article.card:not([hidden])"
         page.locator("#f-fail").check()
         shown = page.eval_on_selector_all(visible, "cs => cs.map(c => c.dataset.turn)")
@@ -119,7 +119,7 @@ def test_filters_and_keyboard(sample_run: Path) -> None:
 
 def test_retention_cells_get_titles_on_hover(sample_run: Path) -> None:
     with chromium() as browser:
-        page, errors = _open(browser, render_report(sample_run))
+        page, errors = _open(browser, report_of(sample_run))
         first_row = page.locator("table.grid tbody tr").first
         cell = first_row.locator("td").nth(1)
         cell.hover()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from pydantic import ValidationError
 
 from memeval.report.chart import LABEL_CHAR_PX, SessionSpan, SizePoint, size_chart
 from memeval.report.links import phoenix_base, phoenix_link
+from memeval.rundir.record import PhoenixTarget
 
 LINES = [(6000, "target"), (7000, "trigger"), (8000, "cap")]
 
@@ -64,14 +66,15 @@ def test_chart_grows_above_the_cap_when_a_file_exceeds_it() -> None:
 
 
 def test_phoenix_link_prefers_the_turn_span() -> None:
-    base = phoenix_base({"url": "http://127.0.0.1:6006/", "project": "memeval"})
+    base = phoenix_base(PhoenixTarget(url="http://127.0.0.1:6006/", project="memeval"))
     assert base == "http://127.0.0.1:6006"
     assert phoenix_link(base, "ab" * 16, "cd" * 8) == f"{base}/redirects/spans/{'cd' * 8}"
     assert phoenix_link(base, "ab" * 16, None) == f"{base}/redirects/traces/{'ab' * 16}"
 
 
 def test_phoenix_collector_endpoint_maps_to_the_ui_root() -> None:
-    assert phoenix_base({"url": "https://phoenix.example/v1/traces"}) == "https://phoenix.example"
+    target = PhoenixTarget(url="https://phoenix.example/v1/traces")
+    assert phoenix_base(target) == "https://phoenix.example"
 
 
 @pytest.mark.parametrize(
@@ -82,13 +85,17 @@ def test_phoenix_collector_endpoint_maps_to_the_ui_root() -> None:
         {"url": "javascript:alert(1)//"},
         {"url": "data:text/html,<script>alert(1)</script>"},
         {"url": "//evil.example"},
-        {"url": 42},
     ],
 )
 def test_unsafe_or_missing_phoenix_config_gives_no_link(phoenix: dict | None) -> None:
-    base = phoenix_base(phoenix)
+    base = phoenix_base(PhoenixTarget.model_validate(phoenix) if phoenix is not None else None)
     assert base is None
     assert phoenix_link(base, "ab" * 16, "cd" * 8) is None
+
+
+def test_a_phoenix_url_that_is_not_text_is_refused_when_read() -> None:
+    with pytest.raises(ValidationError):
+        PhoenixTarget.model_validate({"url": 42})
 
 
 @pytest.mark.parametrize("trace_id", ["javascript:alert(1)", "../../etc", "AB" * 15, ""])

@@ -8,10 +8,10 @@ from typer.testing import CliRunner
 
 from memeval.cli import app
 from memeval.compare import compare_runs
-from memeval.report.render import render_report
+from memeval.rundir.saved import SavedRun
 from tests.memeval.report.conftest import edit_events, graded
 from tests.memeval.report.html import parse, text_of
-from tests.memeval.rundirs import RunDirBuilder, build_sample_run, memory
+from tests.memeval.rundirs import RunDirBuilder, build_sample_run, memory, report_of
 
 FIXED = {"answer": "70 rows, as you set.", "tool_calls": []}
 BROKEN = {"answer": "Yes, ship it."}
@@ -28,7 +28,7 @@ def _pair(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_flips_are_found_and_classified(tmp_path: Path) -> None:
     a, b = _pair(tmp_path)
-    cmp = compare_runs(a, b)
+    cmp = compare_runs(SavedRun.open(a), SavedRun.open(b))
     flips = [(f.turn, f.kind, str(f.a), str(f.b), f.direction) for f in cmp.flips]
     assert flips == [
         ("s3q1", "memory-dependent", "pass", "fail", "broke"),
@@ -45,7 +45,7 @@ def test_flips_are_found_and_classified(tmp_path: Path) -> None:
 def test_identical_runs_have_no_flips_and_no_changed_metrics(tmp_path: Path) -> None:
     a = graded(build_sample_run(tmp_path / "a"))
     b = graded(build_sample_run(tmp_path / "b"))
-    cmp = compare_runs(a, b)
+    cmp = compare_runs(SavedRun.open(a), SavedRun.open(b))
     assert cmp.flips == []
     assert [s.changed for s in cmp.scenarios] == [[]]
 
@@ -61,7 +61,7 @@ def test_repeats_compare_as_pass_counts(tmp_path: Path) -> None:
 
     a = run(tmp_path / "a", [True, False, True])
     b = run(tmp_path / "b", [True, True, True])
-    (flip,) = compare_runs(a, b).flips
+    (flip,) = compare_runs(SavedRun.open(a), SavedRun.open(b)).flips
     assert (flip.turn, flip.target, str(flip.a), str(flip.b)) == (
         "t1",
         "write",
@@ -70,12 +70,12 @@ def test_repeats_compare_as_pass_counts(tmp_path: Path) -> None:
     )
     assert flip.direction == "fixed"
     same = run(tmp_path / "c", [False, True, True])  # another repeat failed, same pass rate
-    assert compare_runs(a, same).flips == []
+    assert compare_runs(SavedRun.open(a), SavedRun.open(same)).flips == []
 
 
 def test_cli_prints_flips_and_writes_the_compare_page(tmp_path: Path) -> None:
     a, b = _pair(tmp_path)
-    render_report(a), render_report(b)
+    report_of(a), report_of(b)
     result = CliRunner().invoke(app, ["compare", str(a), str(b)])
     assert result.exit_code == 0, result.output
     assert "1 fixed · 1 broke" in result.output

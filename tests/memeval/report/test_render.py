@@ -6,19 +6,17 @@ import asyncio
 import json
 from pathlib import Path
 
-from memeval.grading.run import grade_run
-from memeval.report.render import render_report
-from memeval.rundir.record import read_run, write_run
+from memeval.rundir.record import PhoenixTarget, read_run, write_run
 from memeval.rundir.results import VERDICTS_FILE
 from tests.memeval.report.conftest import edit_events, graded
 from tests.memeval.report.html import Element, by_id, parse, text_of
-from tests.memeval.rundirs import build_sample_run
+from tests.memeval.rundirs import build_sample_run, grade_and_save, report_of
 
 TURNS = ["s1t1", "s1t2", "s1t3", "s2t1", "s2t2", "s2t3", "s3q1", "s3q2"]
 
 
 def _report(run_dir: Path) -> tuple[str, list[Element]]:
-    html = render_report(run_dir).read_text(encoding="utf-8")
+    html = report_of(run_dir).read_text(encoding="utf-8")
     return html, parse(html)
 
 
@@ -100,7 +98,7 @@ def test_a_human_grade_shows_as_the_source(sample_run: Path) -> None:
         "grader": "dana",
     }
     (sample_run / "grades.json").write_text(json.dumps({"schema_version": 1, "grades": [grade]}))
-    asyncio.run(grade_run(sample_run, None))
+    asyncio.run(grade_and_save(sample_run, None))
     _, elements = _report(sample_run)
     card = text_of(by_id(elements, "u0-t7"))
     assert "answer pass human" in card
@@ -143,7 +141,7 @@ def test_phoenix_trace_links_come_from_run_config_and_hex_ids(tmp_path: Path) ->
     _, elements = _report(run_dir)
     assert not [e for e in elements if "trace" in e.classes]  # no phoenix in run.json: no links
     info = read_run(run_dir)
-    info.phoenix = {"url": "http://127.0.0.1:6006", "project": "memeval-test"}
+    info.phoenix = PhoenixTarget(url="http://127.0.0.1:6006", project="memeval-test")
     write_run(run_dir, info)
     _, elements = _report(run_dir)
     links = {e.get("href") for e in elements if e.tag == "a" and "trace" in e.classes}
@@ -206,13 +204,13 @@ def test_a_run_without_turns_renders_a_notice(tmp_path: Path) -> None:
 
 def test_a_snapshot_path_outside_the_run_is_never_read(tmp_path: Path) -> None:
     from memeval.report.view import build_view
-    from memeval.rundir.record import read_events
+    from memeval.rundir.saved import SavedRun
 
     secret = tmp_path / "secret.md"
     secret.write_text("TOP SECRET CONTENT")
     run_dir = build_sample_run(tmp_path / "run")
     edit_events(run_dir, "s1t1", snapshot="../secret.md")
-    view = build_view(run_dir, read_run(run_dir), read_events(run_dir), None)
+    view = build_view(SavedRun.open(run_dir), None)
     card = view.units[0].sessions[0].cards[0]
     assert all("TOP SECRET" not in line.text for line in card.diff.lines)
     assert any("70 rows" in line.text for line in card.diff.lines)  # the recorded file_after

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from memeval.report.render import render_report
-from memeval.rundir.record import read_run, write_run
+from memeval.rundir.record import PhoenixTarget, read_run, write_run
 from tests.memeval.report.conftest import chromium, graded
 from tests.memeval.report.html import Element, parse, text_of
-from tests.memeval.rundirs import RunDirBuilder, build_sample_run, memory
+from tests.memeval.rundirs import RunDirBuilder, build_sample_run, memory, report_of
 
 X = (
     '<script>window.__pwned=1;alert(1)</script><img src=x onerror="window.__pwned=2;alert(2)">'
@@ -68,7 +67,7 @@ def hostile_run(root: Path) -> Path:
     info = read_run(run_dir)
     info.models = {"agent": X, "judge": "scripted"}
     info.strategies = {X: X}
-    info.phoenix = {"url": f"javascript:alert(1)//{X}"}
+    info.phoenix = PhoenixTarget(url=f"javascript:alert(1)//{X}")
     info.error = X
     write_run(run_dir, info)
     grade = {"scenario": "evil", "turn": "q1", "target": "question", "verdict": "fail", "note": X}
@@ -78,7 +77,7 @@ def hostile_run(root: Path) -> Path:
 
 @pytest.fixture
 def hostile_report(tmp_path: Path) -> Path:
-    return render_report(hostile_run(tmp_path / "run"))
+    return report_of(hostile_run(tmp_path / "run"))
 
 
 def _assert_inert(elements: list[Element], html: str) -> None:
@@ -116,7 +115,7 @@ def test_embedded_json_escapes_markup_and_round_trips(hostile_report: Path) -> N
 
 
 def test_the_sample_runs_hostile_mode_is_inert_too(tmp_path: Path) -> None:
-    html = render_report(graded(build_sample_run(tmp_path / "run", hostile=True))).read_text()
+    html = report_of(graded(build_sample_run(tmp_path / "run", hostile=True))).read_text()
     elements = parse(html)
     assert not [e for e in elements if e.tag == "a" and "javascript" in e.get("href")]
     assert '<script>alert("x")</script>' not in html
@@ -156,13 +155,16 @@ def _open_and_check(page: Any, hostile_report: Path) -> None:
 def test_compare_page_escapes_run_text(tmp_path: Path) -> None:
     from memeval.compare import compare_runs
     from memeval.report.compare_page import render_compare
+    from memeval.rundir.saved import SavedRun
 
     a = hostile_run(tmp_path / "a")
     b = tmp_path / "b"
     hostile_run(b)
     (b / "verdicts.json").unlink()
     (b / "grades.json").unlink()  # without the human "fail", the judge passes q1: a flip
-    page = render_compare(compare_runs(a, graded(b))).read_text(encoding="utf-8")
+    page = render_compare(compare_runs(SavedRun.open(a), SavedRun.open(graded(b)))).read_text(
+        encoding="utf-8"
+    )
     elements = parse(page)
     assert "q1" in " ".join(text_of(e) for e in elements if e.tag == "tr")
     assert not [e for e in elements if e.tag in ("script", "img", "svg", "iframe")]

@@ -37,7 +37,7 @@ def test_run_combined_with_fake_writes_every_file(tmp_path: Path) -> None:
     info = read_run(run_dir)
     events = read_events(run_dir)
     assert info.status == "complete"
-    assert len(events) == sum(len(s["turns"]) for s in info.scenarios["combined"]["sessions"])
+    assert len(events) == sum(len(s.turns) for s in info.scenarios["combined"].sessions)
     snapshots = sorted((run_dir / "snapshots" / "combined" / "r0").iterdir())
     assert len(snapshots) == len(events)
     with open(run_dir / "questions.csv") as fh:

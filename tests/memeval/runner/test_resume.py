@@ -38,9 +38,9 @@ def comparable(run_dir: Path) -> list[dict[str, Any]]:
                 "answer": e.answer,
                 "tool_calls": [c.model_dump() for c in e.tool_calls],
                 "memory_context": e.memory_context,
-                "status": e.update.get("status"),
-                "ops": e.update.get("ops"),
-                "file_before": e.update.get("file_before"),
+                "status": e.update.status,
+                "ops": e.update.ops,
+                "file_before": e.update.file_before,
                 "snapshot": (run_dir / e.snapshot).read_text(),
             }
         )

@@ -129,7 +129,7 @@ async def test_oracle_serves_reference_memory_and_writes_nothing(tmp_path: Path)
     run_dir = (await execute(opts)).run_dir
     events = read_events(run_dir)
     assert "dataset size 70" in (events[2].answer or "")
-    assert all(e.update["status"] == "unchanged" for e in events)
+    assert all(e.update.status == "unchanged" for e in events)
     snapshot = (run_dir / events[2].snapshot).read_text()
     assert ORACLE_LINE in snapshot
 
@@ -139,14 +139,14 @@ async def test_file_memory_learns_and_snapshots_every_turn(tmp_path: Path) -> No
     outcome = await execute(opts)
     run_dir = outcome.run_dir
     events = read_events(run_dir)
-    assert [e.update["status"] for e in events][:2] == ["written", "unchanged"]
+    assert [e.update.status for e in events][:2] == ["written", "unchanged"]
     for event in events:
         path = run_dir / event.snapshot
         assert path.is_file() and len(path.read_text()) == event.file_chars
     assert ORACLE_LINE in (run_dir / events[0].snapshot).read_text()
     # the memory written in session 1 reaches the agent in session 3
     assert "dataset size 70" in (events[2].answer or "")
-    roles = {c["role"] for e in events for c in e.calls}
+    roles = {c.role for e in events for c in e.calls}
     assert {"summarizer", "updater", "safety", "agent"} <= roles
     info = read_run(run_dir)
     assert info.status == "complete" and info.strategies == {
@@ -165,7 +165,7 @@ async def test_repeats_run_concurrently_with_their_own_stores(tmp_path: Path) ->
     assert sorted({e.repeat for e in events}) == [0, 1, 2]
     for k in range(3):
         mine = sorted((e for e in events if e.repeat == k), key=lambda e: e.index)
-        assert [e.update["status"] for e in mine][:2] == ["written", "unchanged"]
+        assert [e.update.status for e in mine][:2] == ["written", "unchanged"]
         assert (run_dir / "stores" / f"mini-r{k}" / "memory.sqlite").is_file()
 
 
@@ -178,7 +178,7 @@ async def test_agent_failure_is_recorded_not_raised(tmp_path: Path) -> None:
     opts.chat_models["agent"] = FunctionModel(broken, name="broken")
     events = read_events((await execute(opts)).run_dir)
     assert events[2].agent_error and "timed out" in events[2].agent_error
-    assert events[2].update["status"] == "skipped-incomplete-turn"  # nothing learned
+    assert events[2].update.status == "skipped-incomplete-turn"  # nothing learned
     assert events[3].agent_error and len(events) == 4  # the run went on
 
 

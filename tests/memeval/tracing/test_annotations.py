@@ -14,6 +14,7 @@ import pytest
 
 from memeval.rundir.record import RunInfo, TurnRecord, append_event, write_run
 from memeval.rundir.results import HumanGrade, JudgeResult, RunResults, TurnVerdicts, Verdict
+from memeval.rundir.saved import SavedRun
 from memeval.tracing.annotations import annotate_run, annotations_from_results, log_annotations
 
 from .test_unreachable import free_port
@@ -177,11 +178,11 @@ def traced_run_dir(root: Path, phoenix: dict[str, Any] | None) -> Path:
 
 def test_annotate_run_sends_to_the_phoenix_in_run_json(recorder: str, tmp_path: Path) -> None:
     run_dir = traced_run_dir(tmp_path / "run", {"url": recorder, "project": "memeval-r1"})
-    assert annotate_run(run_dir, results()) == 4
+    assert annotate_run(SavedRun.open(run_dir), results()) == 4
     [(_, body)] = _Recorder.bodies
     assert {a["span_id"] for a in body["data"]} == {"1" * 16}
 
 
 def test_annotate_run_of_an_untraced_run_sends_nothing(tmp_path: Path, capsys) -> None:
-    assert annotate_run(traced_run_dir(tmp_path / "run", None), results()) == 0
+    assert annotate_run(SavedRun.open(traced_run_dir(tmp_path / "run", None)), results()) == 0
     assert capsys.readouterr().err == ""

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from memeval.rundir.record import read_events, read_run
+from memeval.rundir.record import PhoenixTarget, read_events, read_run
 from memeval.tracing.annotations import Annotation, log_annotations
 from memeval.tracing.phoenix import PhoenixServer, phoenix_installed, running_phoenix
 from memeval.tracing.spans import setup_tracing
@@ -137,8 +137,8 @@ def test_memeval_run_with_phoenix_traces_the_scenario_and_its_grades(
     assert "warning:" not in ran.stderr
     assert ran.run_dir is not None
     info = read_run(ran.run_dir)
-    assert info.phoenix == {"url": phoenix.url, "project": f"memeval-{info.run_id}"}
-    project = info.phoenix["project"]
+    assert info.phoenix == PhoenixTarget(url=phoenix.url, project=f"memeval-{info.run_id}")
+    project = info.phoenix.project
     events = read_events(ran.run_dir)
     assert events and all(e.trace_id and e.span_id for e in events)
 

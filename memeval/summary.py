@@ -1,0 +1,60 @@
+"""The run's per-scenario summary for the console: one line per scenario, or a rich table."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from memeval.rundir.results import Latency, RunResults, ScenarioMetrics
+
+
+def summary_line(m: ScenarioMetrics) -> str:
+    """write-match 44/48 · memory-dependent 16/18 · ... · pipeline p50/p95 1.2/3.4 s (...)."""
+    parts = [
+        f"write-match {m.write_match}",
+        f"memory-dependent {m.memory_dependent}",
+        f"memory-corruptible {m.memory_corruptible}",
+        f"compactions {m.compactions} (reached target {m.compactions_reached_target})",
+        f"dropped writes {m.dropped_writes}",
+        f"model calls/turn {m.model_calls_per_turn:.1f}",
+        f"tokens/turn {m.tokens_per_turn:,.0f}",
+        f"pipeline p50/p95 {_latency(m.pipeline_latency)}"
+        f" (with compaction {_latency(m.pipeline_latency_compaction)})",
+    ]
+    if m.questions_error:
+        parts.insert(3, f"question errors {m.questions_error}")
+    if m.questions_ungraded:
+        parts.insert(3, f"ungraded questions {m.questions_ungraded}")
+    if m.judge_human_agreement is not None:
+        parts.append(f"judge-human agreement {m.judge_human_agreement}")
+    return " · ".join(parts)
+
+
+def summary_table(results: RunResults) -> Table:
+    """The per-scenario summary as a rich table for the terminal."""
+    table = Table(title=f"run {results.run_id}")
+    table.add_column("scenario", no_wrap=True)
+    columns = ["repeats", "write", "mem-dep", "mem-corr", "compact (target)", "dropped"]
+    columns += ["calls/turn", "tokens/turn", "p50/p95", "p50/p95 compact"]
+    for column in columns:
+        table.add_column(column, justify="right")
+    for m in results.metrics:
+        table.add_row(
+            m.scenario,
+            str(m.repeats),
+            str(m.write_match),
+            str(m.memory_dependent),
+            str(m.memory_corruptible),
+            f"{m.compactions} ({m.compactions_reached_target})",
+            str(m.dropped_writes),
+            f"{m.model_calls_per_turn:.1f}",
+            f"{m.tokens_per_turn:,.0f}",
+            _latency(m.pipeline_latency),
+            _latency(m.pipeline_latency_compaction),
+        )
+    return table
+
+
+def _latency(lat: Latency) -> str:
+    if lat.p50_s is None or lat.p95_s is None:
+        return "–"
+    return f"{lat.p50_s:.1f}/{lat.p95_s:.1f} s"
