@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python benchmarks/x.py` from a fresh clone
     sys.path.insert(0, str(ROOT))
 
-from memeval.rundir.record import TurnRecord, read_events, read_run  # noqa: E402
-from memeval.rundir.results import load_results  # noqa: E402
+from memeval.rundir.record import TurnRecord, read_run  # noqa: E402
+from memeval.rundir.saved import SavedRun  # noqa: E402
 
 ROLE_ORDER = ("agent", "summarizer", "updater", "safety", "compactor", "judge")
 
@@ -134,6 +134,7 @@ class Call:
 
 def run_calls(run_dir: Path) -> list[Call]:
     """Every call of a run: turn calls from events.jsonl, judge calls from verdicts.json."""
+    run = SavedRun.open(run_dir)
     calls = [
         Call(
             role=c.role,
@@ -145,14 +146,12 @@ def run_calls(run_dir: Path) -> list[Call]:
             cached=c.cached,
             error=c.error,
         )
-        for r in read_events(run_dir)
+        for r in run.events
         for c in r.calls
     ]
-    try:
-        results = load_results(run_dir)
-    except Exception:  # an ungraded run has no verdicts.json
+    if run.results is None:  # an ungraded run has no verdicts.json
         return calls
-    for t in results.turns:
+    for t in run.results.turns:
         for judge in (t.judge, t.write_judge):
             if judge is not None:
                 calls.append(
@@ -171,7 +170,7 @@ def run_calls(run_dir: Path) -> list[Call]:
 
 
 def run_turns(run_dir: Path) -> list[TurnRecord]:
-    return read_events(run_dir)
+    return SavedRun.open(run_dir).events
 
 
 def replay_wall(run_dir: Path) -> float:

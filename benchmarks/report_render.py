@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memeval.grading.run import grade_run
 from memeval.report.render import render_report
+from memeval.rundir.saved import SavedRun
 from tests.memeval.rundirs import SECTIONS, RunDirBuilder
 
 SESSION = 8  # turns per session; the last two sessions are eval sessions
@@ -129,16 +130,17 @@ def main() -> None:
     try:
         run_dir = build(root / "run", args.turns, args.repeats)
         t0 = time.perf_counter()
-        asyncio.run(grade_run(run_dir, None))
+        run = SavedRun.open(run_dir)
+        results = asyncio.run(grade_run(run, None))
         grade_s = time.perf_counter() - t0
         renders = []
         for _ in range(3):
             t0 = time.perf_counter()
-            report = render_report(run_dir)
+            report = render_report(SavedRun.open(run_dir), results)
             renders.append(time.perf_counter() - t0)
         size = report.stat().st_size
         print(f"run: {args.turns} turns x {args.repeats} repeats")
-        print(f"grade (checks, no judge): {grade_s:.2f} s")
+        print(f"open + grade (checks, no judge): {grade_s:.2f} s")
         print(f"render report.html: median {statistics.median(renders):.2f} s of 3")
         per_turn = size / (args.turns * args.repeats)
         print(f"report.html size: {size / 1e6:.2f} MB ({per_turn:,.0f} B/turn)")

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import memeval
 import reference_memory
+from memeval.version import __version__
 
 SAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -42,7 +42,7 @@ def prompt_hashes() -> dict[str, str]:
     """sha256 of every prompt template the run may use (pipeline, agent, judge)."""
     roots = {
         "reference_memory": Path(reference_memory.__file__).parent,
-        "memeval": Path(memeval.__file__).parent,
+        "memeval": Path(__file__).resolve().parents[1],
     }
     hashes: dict[str, str] = {}
     for package, root in roots.items():
@@ -54,7 +54,7 @@ def prompt_hashes() -> dict[str, str]:
 
 
 def versions() -> dict[str, str]:
-    found = {"memeval": memeval.__version__, "python": platform.python_version()}
+    found = {"memeval": __version__, "python": platform.python_version()}
     for dist in ("openai", "llama-cpp-python", "pydantic", "arize-phoenix", "psycopg"):
         try:
             found[dist] = importlib.metadata.version(dist)

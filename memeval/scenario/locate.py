@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import memeval
 from memeval.errors import ScenarioError
 
 ENV_VAR = "MEMEVAL_SCENARIO_PATH"
@@ -20,7 +19,7 @@ SUFFIX = ".yaml"
 def search_dirs() -> list[Path]:
     """The directories names are looked up in, first match wins."""
     dirs = [Path(p) for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-    package = Path(memeval.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the memeval package
     checkout = package.parent / "scenarios"
     if checkout.is_dir() and (package.parent / "pyproject.toml").is_file():
         dirs.append(checkout)

@@ -1,0 +1,4 @@
+"""The memeval version, in a module of its own so any layer can read it without importing
+the package's public face."""
+
+__version__ = "0.1.0"
