@@ -3,8 +3,11 @@
 Ingestion never compresses, so any turn may push the file past 7,000 characters. Then the
 `compactor` role rewrites it toward 6,000, keeping (in priority order) User Profile and active
 Goals, `[user]` lines, then goal checkpoints. Up to 3 attempts while the result is still over
-the trigger, each one shortening the best valid version so far. The chosen version is checked
-whole by the safety gate; `[user]` lines that did not survive are reported.
+the trigger (and, with `pursue_target`, while it is still over the target), each one shortening
+the best valid version so far. A version that breaks the priority order in code
+(`compaction_rules`) is rejected and the model is asked again with the exact reason, like an
+edit batch. The chosen version is checked whole by the safety gate; `[user]` lines that did not
+survive word for word are reported.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference_memory.calls import Caller, ModelCallError, strip_fence
+from reference_memory.compaction_rules import priority_violation
 from reference_memory.document import CAP, TARGET, TRIGGER, missing_sections, user_lines
 from reference_memory.model import Message
 from reference_memory.report import CompactionReport, SafetyVerdict
@@ -30,23 +34,30 @@ class Compactor:
     role = "compactor"
 
     def __init__(
-        self, *, attempts: int = 3, trigger: int = TRIGGER, target: int = TARGET, cap: int = CAP
+        self,
+        *,
+        attempts: int = 3,
+        trigger: int = TRIGGER,
+        target: int = TARGET,
+        cap: int = CAP,
+        pursue_target: bool = True,
     ) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be at least 1, got {attempts}")
         self.attempts, self.trigger, self.target, self.cap = attempts, trigger, target, cap
+        self.pursue_target = (
+            pursue_target  # shorten again when a version lands in (target, trigger]
+        )
 
     def needed(self, text: str) -> bool:
         return len(text) > self.trigger
 
-    def messages(self, text: str, attempt: int) -> list[Message]:
+    def messages(self, text: str, attempt: int, rejected: str | None = None) -> list[Message]:
         values = {"size": len(text), "target": self.target, "trigger": self.trigger}
+        user = render("compactor_user", file=text, attempt=attempt, rejected=rejected, **values)
         return [
             {"role": "system", "content": render("compactor_system")},
-            {
-                "role": "user",
-                "content": render("compactor_user", file=text, attempt=attempt, **values),
-            },
+            {"role": "user", "content": user},
         ]
 
     async def compact(self, text: str, caller: Caller, safety: SafetyStrategy) -> CompactionOutcome:
@@ -82,23 +93,26 @@ class Compactor:
         """The shortest valid version the model produced, or None."""
         best: str | None = None
         source = text
+        rejected: str | None = None
         for attempt in range(1, self.attempts + 1):
             report.attempts = attempt
             try:
-                completion = await caller.text(self.role, self.messages(source, attempt))
+                messages = self.messages(source, attempt, rejected)
+                completion = await caller.text(self.role, messages)
             except ModelCallError as exc:
                 report.errors.append(f"attempt {attempt}: {exc.reason}")
                 continue
             candidate = strip_fence(completion.text).strip() + "\n"
-            problem = self._problem(candidate, text)
-            if problem:
-                report.errors.append(f"attempt {attempt}: {problem}")
+            rejected = self._problem(candidate, text) or priority_violation(text, candidate)
+            if rejected:
+                report.errors.append(f"attempt {attempt}: {rejected}")
                 continue
             if best is None or len(candidate) < len(best):
                 best = source = candidate
-            if len(candidate) <= self.trigger:
+            if len(candidate) <= (self.target if self.pursue_target else self.trigger):
                 break
-            over = f"still {len(candidate)} characters, over the {self.trigger} trigger"
+            limit = "trigger" if len(candidate) > self.trigger else "target"
+            over = f"still {len(candidate)} characters, over the {getattr(self, limit)} {limit}"
             report.errors.append(f"attempt {attempt}: {over}")
         return best
 

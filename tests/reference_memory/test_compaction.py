@@ -7,6 +7,7 @@ from reference_memory import (
     SKELETON,
     TARGET,
     TRIGGER,
+    Compactor,
     FileMemory,
     SQLiteStore,
     Status,
@@ -16,13 +17,17 @@ from reference_memory.document import missing_sections
 from reference_memory.testing import ALLOW, add, block, ops, roles, turn
 
 PROFILE = "- [user] Dana leads ML evaluation at Acme"
+REWORDED = "- [user] Dana: leads ML evaluation, Acme"  # tightened, not lost
 NOTE = add("## Conventions", "- [user] Datasets have exactly 70 rows")
 GROWTH = len(NOTE["text"]) + 1  # the note plus its line break
 
 
-def file_of(size: int) -> str:
-    """A skeleton-shaped file of exactly `size` characters, padded with asset bullets."""
-    text = SKELETON.replace("## User Profile\n", f"## User Profile\n{PROFILE}\n")
+def file_of(size: int, *, notes: tuple[str, ...] = (), profile: str = PROFILE) -> str:
+    """A skeleton-shaped file of exactly `size` characters: the profile, `notes` under
+    Conventions, padded with (lower-priority) asset bullets."""
+    text = SKELETON.replace("## User Profile\n", f"## User Profile\n{profile}\n")
+    for note in notes:
+        text = text.replace("## Conventions\n", f"## Conventions\n{note}\n")
     n = 0
     while len(text) < size:
         line = f"- Dataset ds-{n:04d} holds sampled traces\n"
@@ -38,12 +43,9 @@ def file_of(size: int) -> str:
 
 
 def compacted(size: int, keep_profile: bool = True) -> str:
-    text = file_of(size)
-    return (
-        text
-        if keep_profile
-        else text.replace(PROFILE, "- Dana: ML eval lead, Acme" + "-" * (len(PROFILE) - 26))
-    )
+    """What a compactor that keeps the order answers: every [user] line kept (the profile
+    reworded when asked), the asset bullets cut to size."""
+    return file_of(size, notes=(NOTE["text"],), profile=PROFILE if keep_profile else REWORDED)
 
 
 async def test_no_compaction_at_or_under_the_trigger(store: SQLiteStore) -> None:
@@ -66,7 +68,7 @@ async def test_over_the_trigger_compacts_toward_the_target(store: SQLiteStore) -
     # the harness replays report.ops over file_before, then the compaction
     assert c.text_before == apply_ops(report.file_before, report.ops)
     assert c.text_after == report.file_after == store.get("dana", "acme") == small
-    assert c.user_lines_lost == [PROFILE, NOTE["text"]]
+    assert c.user_lines_lost == [PROFILE]  # reworded: not word for word, but kept
     # compaction output is checked whole by the gate
     assert models["safety"].requests[1].last.endswith(f"<text>\n{small}\n</text>")
     assert report.safety[1].op_index is None
@@ -82,7 +84,8 @@ async def test_still_over_the_trigger_is_shortened_again(store: SQLiteStore) -> 
     models = roles(
         summarizer=["s"], updater=[ops(NOTE)], safety=[ALLOW, ALLOW], compactor=[first, second]
     )
-    report = await FileMemory(models, store).update("dana", "acme", turn())
+    memory = FileMemory(models, store, compactor=Compactor(pursue_target=False))
+    report = await memory.update("dana", "acme", turn())
     c = report.compaction
     assert c is not None and c.accepted and c.attempts == 2 and not c.reached_target
     assert c.errors == [f"attempt 1: still 7300 characters, over the {TRIGGER} trigger"]
@@ -168,3 +171,54 @@ async def test_a_gate_failure_on_compaction_output_skips_the_write(store: SQLite
     assert report.status == Status.SKIPPED_SAFETY
     assert store.versions("dana", "acme") == [file_of(7200)]
     assert report.file_after == report.file_before
+
+
+async def test_under_the_trigger_but_over_the_target_is_shortened_toward_the_target(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", file_of(7500))
+    first, second = compacted(6800), compacted(5900)
+    models = roles(
+        summarizer=["s"], updater=[ops(NOTE)], safety=[ALLOW, ALLOW], compactor=[first, second]
+    )
+    report = await FileMemory(models, store).update("dana", "acme", turn())
+    c = report.compaction
+    assert c is not None and c.accepted and c.attempts == 2 and c.reached_target
+    assert c.errors == [f"attempt 1: still 6800 characters, over the {TARGET} target"]
+    assert store.get("dana", "acme") == second
+
+
+async def test_dropping_a_user_line_while_keeping_lower_lines_is_rejected_and_asked_again(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", file_of(7500))
+    wrong = file_of(5800)  # the new [user] note is gone, the asset bullets are all still there
+    right = compacted(5800)
+    models = roles(
+        summarizer=["s"], updater=[ops(NOTE)], safety=[ALLOW, ALLOW], compactor=[wrong, right]
+    )
+    report = await FileMemory(models, store).update("dana", "acme", turn())
+    c = report.compaction
+    assert c is not None and c.accepted and c.attempts == 2 and c.reached_target
+    assert len(c.errors) == 1 and c.errors[0].startswith("attempt 1: it dropped a [user] line")
+    assert "Datasets have exactly 70 rows" in c.errors[0] and "ds-0000" in c.errors[0]
+    retry = models["compactor"].requests[1].last
+    assert "Your last version was rejected: it dropped a [user] line" in retry
+    assert NOTE["text"] in retry  # asked again from the file it started from
+    assert store.get("dana", "acme") == right
+
+
+async def test_dropping_the_user_profile_is_rejected_every_time_and_nothing_compacted(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", file_of(7200))
+    no_profile = compacted(5000).replace(PROFILE + "\n", "")
+    models = roles(
+        summarizer=["s"], updater=[ops(NOTE)], safety=[ALLOW], compactor=[no_profile] * 3
+    )
+    report = await FileMemory(models, store).update("dana", "acme", turn())
+    c = report.compaction
+    assert c is not None and not c.accepted and c.attempts == 3
+    assert all("it dropped a User Profile line" in e for e in c.errors)
+    # under the cap, the uncompacted file is written: nothing of the profile is lost
+    assert report.status == Status.WRITTEN and PROFILE in store.get("dana", "acme")
