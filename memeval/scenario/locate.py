@@ -16,10 +16,15 @@ ENV_VAR = "MEMEVAL_SCENARIO_PATH"
 SUFFIX = ".yaml"
 
 
+def package_dir() -> Path:
+    """Where the memeval package is (a checkout's, or the installed one)."""
+    return Path(__file__).resolve().parents[1]
+
+
 def search_dirs() -> list[Path]:
     """The directories names are looked up in, first match wins."""
     dirs = [Path(p) for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
-    package = Path(__file__).resolve().parents[1]  # the memeval package
+    package = package_dir()
     checkout = package.parent / "scenarios"
     if checkout.is_dir() and (package.parent / "pyproject.toml").is_file():
         dirs.append(checkout)

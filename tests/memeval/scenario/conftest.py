@@ -28,9 +28,9 @@ def write_yaml(tmp_path: Path) -> Callable[[str, str], Path]:
 @pytest.fixture
 def only_env_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Hide the checkout's and the installed scenarios: names come from MEMEVAL_SCENARIO_PATH."""
-    import memeval
+    from memeval.scenario import locate
 
     fake_package = tmp_path / "site" / "memeval"
     fake_package.mkdir(parents=True)
-    monkeypatch.setattr(memeval, "__file__", str(fake_package / "__init__.py"))
+    monkeypatch.setattr(locate, "package_dir", lambda: fake_package)
     monkeypatch.setenv("MEMEVAL_SCENARIO_PATH", str(FIXTURES))

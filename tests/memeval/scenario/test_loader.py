@@ -142,7 +142,7 @@ def test_an_installed_package_finds_its_bundled_copy(
     package = tmp_path / "site-packages" / "memeval"
     (package / "_scenarios").mkdir(parents=True)
     (package / "_scenarios" / "tiny.yaml").write_text(MINIMAL)
-    monkeypatch.setattr(memeval, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(locate, "package_dir", lambda: package)
     monkeypatch.delenv(locate.ENV_VAR, raising=False)
     assert locate.search_dirs() == [package / "_scenarios"]
     resolved = resolve("tiny")
