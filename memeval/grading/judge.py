@@ -16,13 +16,13 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 
 from memeval.models.base import ChatModel, Message
 from memeval.rundir.record import TurnRecord
-from memeval.rundir.results import JudgeResult
+from memeval.rundir.results import JudgeResult, Verdict
 from reference_memory.turn import Turn
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -150,6 +150,47 @@ def parse_judgement(content: str | None) -> tuple[str, str]:
             f"judge answer has no verdict pass|fail: {_one_line(content)[:200]!r}"
         ) from None
     return str(data["verdict"]), _one_line(str(data.get("reason") or ""))
+
+
+class JudgeStrategy(Protocol):
+    """One design of the question judge: how the criterion, the answer and the evidence are
+    put to the model, and how its answers become one verdict."""
+
+    name: str
+
+    async def judge(
+        self,
+        model: ChatModel,
+        record: TurnRecord,
+        criterion: str,
+        check: Verdict | None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> JudgeResult: ...
+
+    def input_hash(self, record: TurnRecord, criterion: str, check: Verdict | None) -> str:
+        """What decides whether a stored judgement can be reused."""
+        ...
+
+
+class SingleJudge:
+    """One call: the whole criterion and the material, one verdict under a JSON schema."""
+
+    name = "single"
+
+    async def judge(
+        self,
+        model: ChatModel,
+        record: TurnRecord,
+        criterion: str,
+        check: Verdict | None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> JudgeResult:
+        return await run_judge(model, question_request(record, criterion), timeout_s=timeout_s)
+
+    def input_hash(self, record: TurnRecord, criterion: str, check: Verdict | None) -> str:
+        return question_request(record, criterion).input_hash
 
 
 def _cut(text: str) -> str:
