@@ -1,7 +1,8 @@
 """The LLM judge: grades an answer (or a memory write) against the scenario's written criterion.
 
 The judge sees the criterion, the user message, the answer with its tool calls, and the
-memory the agent was given; it answers `{verdict: pass|fail, reason}` under a JSON schema.
+memory the agent was given; it answers `{verdict: pass|fail|not-attempted, reason}` under a
+JSON schema ("not-attempted": the answer declined, did not know, or only asked back).
 Anything else — an exception, a timeout, unparseable or off-schema text — is recorded as
 verdict "error" with the error; a failed judge is never turned into a guess.
 """
@@ -29,12 +30,13 @@ PROMPTS_DIR = Path(__file__).parent / "prompts"
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "verdict": {"type": "string", "enum": ["pass", "fail"]},
+        "verdict": {"type": "string", "enum": ["pass", "fail", "not-attempted"]},
         "reason": {"type": "string"},
     },
     "required": ["verdict", "reason"],
     "additionalProperties": False,
 }
+VERDICTS = ("pass", "fail", "not-attempted")
 RESULT_CHARS = 600  # a tool result longer than this is cut in the judge's input
 DEFAULT_TIMEOUT_S = 300.0  # the embedded model can take minutes on 2 cores
 
@@ -145,9 +147,9 @@ def parse_judgement(content: str | None) -> tuple[str, str]:
         data = json.loads(text)
     except ValueError:
         raise ValueError(f"judge answer is not JSON: {_one_line(content)[:200]!r}") from None
-    if not isinstance(data, dict) or data.get("verdict") not in ("pass", "fail"):
+    if not isinstance(data, dict) or data.get("verdict") not in VERDICTS:
         raise ValueError(
-            f"judge answer has no verdict pass|fail: {_one_line(content)[:200]!r}"
+            f"judge answer has no verdict pass|fail|not-attempted: {_one_line(content)[:200]!r}"
         ) from None
     return str(data["verdict"]), _one_line(str(data.get("reason") or ""))
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from memeval.errors import ConfigError
 from memeval.grading.judge import JudgeStrategy, SingleJudge
+from memeval.grading.judge_clauses import ClausesJudge
 
-STRATEGIES: dict[str, type[JudgeStrategy]] = {"single": SingleJudge}
+STRATEGIES: dict[str, type[JudgeStrategy]] = {"single": SingleJudge, "clauses": ClausesJudge}
 LOCAL_DEFAULT = "single"
 ENDPOINT_DEFAULT = "single"
 
