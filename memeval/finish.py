@@ -20,7 +20,7 @@ from memeval.publish import publish
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults
 from memeval.rundir.saved import SavedRun
-from memeval.summary import summary_line, summary_table
+from memeval.summary import judge_trust_line, summary_line, summary_table
 from memeval.tracing.spans import setup_tracing
 
 
@@ -96,5 +96,8 @@ def print_summary(done: Finished, console: Console | None = None) -> None:
         console.print(summary_table(done.results))
     for metrics in done.results.metrics:
         console.print(f"[bold]{metrics.scenario}[/]: {summary_line(metrics)}")
+    trust = judge_trust_line(done.results)
+    if trust:
+        console.print(trust, markup=False)
     if done.gate is not None:
         console.print(gate_table(done.gate))
