@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 import memeval
 from memeval.cli.app import app
-from memeval.publish import publish
 from memeval.models.scripted import FunctionModel
+from memeval.publish import publish
 from memeval.rundir.results import load_results
 
 runner = CliRunner()
