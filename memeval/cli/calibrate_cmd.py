@@ -147,6 +147,8 @@ def summary_lines(outcome: Calibration) -> list[Text]:
         lines.append(Text(text, style="yellow" if judge.low_trust else ""))
         if judge.low_trust:
             lines.append(Text("judge verdicts are low-trust: accuracy under 90% on the controls"))
+        if judge.model == "fake":
+            lines.append(Text("note: the judge ran on `fake`, a stand-in that is not a model"))
     return lines
 
 
