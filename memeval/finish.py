@@ -45,6 +45,7 @@ async def finish_run(
     baseline: Path | None = None,
     gate: GateConfig | None = None,
     progress: bool = False,
+    judge_strategy: str | None = None,
 ) -> Finished:
     run = SavedRun.open(run_dir)
     info = run.info
@@ -77,6 +78,7 @@ async def finish_run(
                 judge_writes=judge_writes,
                 judge_scope=lambda record: tracing.under(record.trace_id, record.span_id),
                 on_judged=judged,
+                strategy=judge_strategy,
             )
     finally:
         if pool is not None:

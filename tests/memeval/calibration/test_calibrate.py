@@ -118,3 +118,11 @@ def test_controls_tool_calls_get_fixture_results_and_count_for_must_call() -> No
 
     assert check_control(passing).verdict == "pass"
     assert "must_call:create_dataset" in check_control(asking).reason
+
+
+def test_run_refuses_an_unknown_judge_strategy_before_running(tmp_path: Path) -> None:
+    args = ["run", "book-summary", "--model", "fake", "--judge-strategy", "nope"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "judge strategy 'nope' is unknown" in result.output
+    assert not list(tmp_path.iterdir())

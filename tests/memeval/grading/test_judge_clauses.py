@@ -21,9 +21,9 @@ def test_clauses_split_at_semicolons_and_sentences_but_not_inside_parentheses() 
         "Runs the eval on critique spans (a one-off; it may mention the rule) and reports it;"
         " does not refuse. May add a note. An answer that reports 0.80 fails."
     )
+    first = "Runs the eval on critique spans (a one-off; it may mention the rule) and reports it"
     assert [(c.text, c.negated) for c in parts] == [
-        ("Runs the eval on critique spans (a one-off; it may mention the rule) and reports it",) * 1
-        + (False,),
+        (first, False),
         ("does not refuse", False),
         ("reports 0.80", True),
     ]
