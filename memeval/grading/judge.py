@@ -52,7 +52,7 @@ def _env() -> jinja2.Environment:
     )
 
 
-def _render(template: str, **values: Any) -> str:
+def render_prompt(template: str, **values: Any) -> str:
     return _env().get_template(template).render(**values).strip()
 
 
@@ -67,7 +67,7 @@ class JudgeRequest:
 
 def _request(user_prompt: str) -> JudgeRequest:
     messages: list[Message] = [
-        {"role": "system", "content": _render("judge_system.j2")},
+        {"role": "system", "content": render_prompt("judge_system.j2")},
         {"role": "user", "content": user_prompt},
     ]
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode("utf-8")).hexdigest()
@@ -80,11 +80,11 @@ def question_request(record: TurnRecord, criterion: str) -> JudgeRequest:
         {
             "name": c.name,
             "arguments": json.dumps(c.arguments, ensure_ascii=False, sort_keys=True),
-            "result": _cut(json.dumps(c.result, ensure_ascii=False, default=str)),
+            "result": cut_result(json.dumps(c.result, ensure_ascii=False, default=str)),
         }
         for c in record.tool_calls
     ]
-    prompt = _render(
+    prompt = render_prompt(
         "judge_question.j2",
         criterion=criterion,
         user_message=record.user_message,
@@ -103,7 +103,7 @@ def write_request(record: TurnRecord, note: str, file_before: str, file_after: s
         )
     )
     transcript = Turn(messages=list(record.messages)).render() or record.user_message
-    prompt = _render(
+    prompt = render_prompt(
         "judge_write.j2", criterion=note, transcript=transcript, diff=diff, file_after=file_after
     )
     return _request(prompt)
@@ -123,7 +123,7 @@ async def run_judge(
         return JudgeResult(verdict="error", error=f"judge timed out after {timeout_s:g} s", **base)
     # any failure of the judge's back end is recorded as that judgement's error
     except Exception as exc:
-        return JudgeResult(verdict="error", error=_one_line(f"{type(exc).__name__}: {exc}"), **base)
+        return JudgeResult(verdict="error", error=one_line(f"{type(exc).__name__}: {exc}"), **base)
     usage = {
         "prompt_tokens": response.prompt_tokens,
         "completion_tokens": response.completion_tokens,
@@ -146,12 +146,12 @@ def parse_judgement(content: str | None) -> tuple[str, str]:
     try:
         data = json.loads(text)
     except ValueError:
-        raise ValueError(f"judge answer is not JSON: {_one_line(content)[:200]!r}") from None
+        raise ValueError(f"judge answer is not JSON: {one_line(content)[:200]!r}") from None
     if not isinstance(data, dict) or data.get("verdict") not in VERDICTS:
         raise ValueError(
-            f"judge answer has no verdict pass|fail|not-attempted: {_one_line(content)[:200]!r}"
+            f"judge answer has no verdict pass|fail|not-attempted: {one_line(content)[:200]!r}"
         ) from None
-    return str(data["verdict"]), _one_line(str(data.get("reason") or ""))
+    return str(data["verdict"]), one_line(str(data.get("reason") or ""))
 
 
 class JudgeStrategy(Protocol):
@@ -195,9 +195,9 @@ class SingleJudge:
         return question_request(record, criterion).input_hash
 
 
-def _cut(text: str) -> str:
+def cut_result(text: str) -> str:
     return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + " …(cut)"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memeval.grading.checks import question_checks
-from memeval.grading.judge import DEFAULT_TIMEOUT_S, _cut, _one_line, _render
+from memeval.grading.judge import DEFAULT_TIMEOUT_S, cut_result, one_line, render_prompt
 from memeval.models.base import ChatModel, Message
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import JudgeResult, Verdict
@@ -124,8 +124,8 @@ class ClausesJudge:
             if await ask(ATTEMPT_SCHEMA) != "attempts":
                 return finish("not-attempted", "the answer declines, does not know or asks back")
             for clause in clauses(criterion):
-                prompt = _render("judge_clause.j2", clause=clause.text, negated=clause.negated)
-                chat.append({"role": "user", "content": prompt})
+                asked = render_prompt("judge_clause.j2", clause=clause.text, negated=clause.negated)
+                chat.append({"role": "user", "content": asked})
                 said = await ask(YES_NO_SCHEMA)
                 if (said == "yes") == clause.negated:
                     why = "does" if clause.negated else "does not meet"
@@ -135,7 +135,7 @@ class ClausesJudge:
             return JudgeResult(verdict="error", error=error, **base, **usage)
         # any failure of the judge's back end or an off-schema answer is this judgement's error
         except Exception as exc:
-            error = _one_line(f"{type(exc).__name__}: {exc}")
+            error = one_line(f"{type(exc).__name__}: {exc}")
             return JudgeResult(verdict="error", error=error, **base, **usage)
         return finish("pass", "every part of the criterion is met")
 
@@ -156,7 +156,7 @@ def _field(content: str, schema: dict[str, Any]) -> str:
 
 
 def _system() -> str:
-    return _render("judge_clauses_system.j2")
+    return render_prompt("judge_clauses_system.j2")
 
 
 def _material(record: TurnRecord) -> str:
@@ -169,11 +169,11 @@ def _material(record: TurnRecord) -> str:
         {
             "name": c.name,
             "arguments": json.dumps(c.arguments, ensure_ascii=False, sort_keys=True),
-            "result": _cut(json.dumps(c.result, ensure_ascii=False, default=str)),
+            "result": cut_result(json.dumps(c.result, ensure_ascii=False, default=str)),
         }
         for c in record.tool_calls
     ]
-    return _render(
+    return render_prompt(
         "judge_clauses_material.j2",
         memory=record.memory_context or "",
         user_message=record.user_message,
