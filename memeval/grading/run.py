@@ -133,7 +133,9 @@ async def grade_run(
             )
     await asyncio.gather(*pending)
     if judge is not None and chosen is not None and calibrate_judge:
-        results.judge_calibration = await _calibrate(run, results, judge, chosen, timeout_s)
+        results.judge_calibration = await _calibrate(
+            run, results, judge, chosen, timeout_s, concurrency
+        )
     elif prior is not None:
         results.judge_calibration = prior.judge_calibration
     _apply_grades(run.path, results, grades)
@@ -202,6 +204,7 @@ async def _calibrate(
     judge: ChatModel,
     strategy: JudgeStrategy,
     timeout_s: float,
+    concurrency: int,
 ) -> JudgeCalibration:
     """The judge on the control answers of every question it graded in this run (the
     scenarios as saved in run.json)."""
@@ -212,7 +215,9 @@ async def _calibrate(
         for control in scenario_controls(scenario)
         if (name, control.turn.id) in graded
     ]
-    outcome = await calibrate(controls, judge, strategy=strategy, timeout_s=timeout_s)
+    outcome = await calibrate(
+        controls, judge, strategy=strategy, concurrency=concurrency, timeout_s=timeout_s
+    )
     return judge_calibration(outcome, judge.name, strategy.name)
 
 
