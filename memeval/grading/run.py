@@ -31,6 +31,7 @@ from memeval.grading.metrics import scenario_metrics
 from memeval.grading.retention import ApplyOps, fact_retention
 from memeval.grading.verdicts import effective, headline
 from memeval.models.base import ChatModel
+from memeval.rundir.freshness import run_freshness
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import GRADES_FILE, JudgeResult, RunResults, TurnVerdicts, Verdict
 from memeval.rundir.saved import SavedRun
@@ -104,9 +105,12 @@ async def grade_run(
     for verdicts in results.turns:
         compose(verdicts)
     agreement = human.agreement(results.turns)
+    freshness = run_freshness(run)
     for name, records in by_scenario.items():
         mine = [t for t in results.turns if t.scenario == name]
-        results.metrics.append(scenario_metrics(name, records, mine, agreement.get(name)))
+        results.metrics.append(
+            scenario_metrics(name, records, mine, agreement.get(name), freshness)
+        )
     return results
 
 
