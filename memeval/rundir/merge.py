@@ -21,6 +21,7 @@ from memeval.errors import RunDirError
 from memeval.rundir.create import new_run_id, utc_now
 from memeval.rundir.record import (
     MergedShard,
+    PhoenixTarget,
     RunInfo,
     TurnRecord,
     UnitRef,
@@ -59,9 +60,7 @@ def merge_shards(shard_dirs: Sequence[Path], out: Path, argv: Sequence[str] = ()
                 MergedShard(run_id=r.run_id, index=_shard(r).index, count=_shard(r).count)
                 for r in sorted(runs, key=lambda r: _shard(r).index)
             ],
-            "phoenix": first.phoenix
-            if all(r.info.phoenix == first.phoenix for r in runs)
-            else None,
+            "phoenix": _phoenix(runs),
             "error": None,
         }
     )
@@ -232,6 +231,17 @@ def _merge_grades(runs: list[SavedRun], out: Path) -> None:
     if entries:
         text = json.dumps({"schema_version": 1, "grades": entries}, indent=2)
         (out / GRADES_FILE).write_text(text + "\n", encoding="utf-8")
+
+
+def _phoenix(runs: list[SavedRun]) -> PhoenixTarget | None:
+    """The Phoenix the shards were traced to, when they all were, to one URL: the report's
+    turn links need only the URL (span ids are unique across projects)."""
+    targets = [r.info.phoenix for r in runs]
+    urls = {t.url if t is not None else None for t in targets}
+    if len(urls) != 1 or None in urls or targets[0] is None:
+        return None
+    projects = {t.project for t in targets if t is not None}
+    return targets[0].model_copy(update={"project": projects.pop() if len(projects) == 1 else ""})
 
 
 def _brief(value: Any) -> str:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from memeval.cli.app import app
 from memeval.gate import GateConfig, check_gate
-from memeval.rundir.record import UnitRef, read_events, read_run, write_run
+from memeval.rundir.record import PhoenixTarget, UnitRef, read_events, read_run, write_run
 from memeval.rundir.saved import SavedRun
 from memeval.rundir.shard import Shard, parse_shard, shard_units
 
@@ -201,3 +201,20 @@ def test_a_shard_resumes_its_own_slice(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     again = read_events(shard)
     assert {e.repeat for e in again} == {1} and len(again) == len(events)
+
+
+def test_the_merged_run_keeps_the_phoenix_its_shards_were_traced_to(tmp_path: Path) -> None:
+    shards = sharded(["legal-rag", "--repeat", "2"], tmp_path)
+    for k, shard in enumerate(shards):
+        info = read_run(shard)
+        info.phoenix = PhoenixTarget(url="http://127.0.0.1:9", project=f"memeval-shard-{k}")
+        write_run(shard, info)
+    assert merge(shards, tmp_path / "traced").exit_code == 0
+    phoenix = read_run(tmp_path / "traced").phoenix
+    assert phoenix is not None and phoenix.url == "http://127.0.0.1:9" and phoenix.project == ""
+
+    info = read_run(shards[1])
+    info.phoenix = None
+    write_run(shards[1], info)
+    assert merge(shards, tmp_path / "partly").exit_code == 0
+    assert read_run(tmp_path / "partly").phoenix is None
