@@ -31,6 +31,8 @@ def run(args: list[str], out: Path) -> Path:
         app, ["run", *args, "--model", "fake", "--out", str(out), "--no-progress"]
     )
     assert result.exit_code == 0, result.output
+    if "--shard" in args:
+        assert "units; join every shard with `memeval merge`" in result.output
     (run_dir,) = list(out.iterdir())
     return run_dir
 
