@@ -1,7 +1,9 @@
 """Stale reads under `--async-memory`, derived from the saved run alone.
 
 Each turn that read memory records `pending_at_read`: the earlier turns of its unit whose
-memory update had not landed when the read began. An in-flight update that changed memory is
+memory update had not landed when the read began (one landing while the read is under way
+counts as in flight; back-to-back, the previous update only starts once the next read has
+begun, and needs several store and model round trips to land). An in-flight update that changed memory is
 one the read missed, and a read that missed one is a stale read: the agent was served memory
 lacking an update still in flight. Whether an update changed memory comes from its own file
 before and after (the reference pipeline records both, read and written under the key's
