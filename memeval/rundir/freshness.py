@@ -3,14 +3,14 @@
 Each turn that read memory records `pending_at_read`: the earlier turns of its unit whose
 memory update had not landed when the read began (one landing while the read is under way
 counts as in flight; back-to-back, the previous update only starts once the next read has
-begun, and needs several store and model round trips to land). An in-flight update that changed memory is
-one the read missed, and a read that missed one is a stale read: the agent was served memory
-lacking an update still in flight. Whether an update changed memory comes from its own file
-before and after (the reference pipeline records both, read and written under the key's
-lock), or, for a system whose update report carries no file, from the snapshots around it
-(updates of one unit land in turn order). For a system that serves a selection of what it
-stores (top-k retrieval), a stale read means the store it read was behind; whether the
-missed change would have been selected cannot be known after the fact.
+begun, and needs several store and model round trips to land). An in-flight update that
+changed memory is one the read missed, and a read that missed one is a stale read: the agent
+was served memory lacking an update still in flight. Whether an update changed memory comes
+from its own file before and after (the reference pipeline records both, read and written
+under the key's lock), or, for a system whose update report carries no file, from the
+snapshots around it (updates of one unit land in turn order). For a system that serves a
+selection of what it stores (top-k retrieval), a stale read means the store it read was
+behind; whether the missed change would have been selected cannot be known after the fact.
 """
 
 from __future__ import annotations
