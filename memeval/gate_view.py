@@ -15,7 +15,8 @@ STYLE = {"regression": "bold red", "improved": "green", "missing": "yellow", "ne
 
 TESTS = {
     "strict": "one repeat on both sides: every lost check counts",
-    "per-check": "exact test stratified by check",
+    "check+repeat": "exact tests by check and by repeat",
+    "check": "exact test by check",
     "pooled": "Fisher's exact test on pooled counts",
 }
 
@@ -46,11 +47,15 @@ def detail_lines(report: GateReport) -> list[str]:
     for d in report.deltas:
         if d.status == "info" or not (d.note or d.broken or d.status == "regression"):
             continue
-        parts = [d.status]
+        parts: list[str] = [d.status]
         if d.test is not None:
             test = TESTS[d.test]
+            if d.p_check is not None and d.p_repeat is not None:
+                test += f", p = {d.p_check:.3f} by check, {d.p_repeat:.3f} by repeat"
+            elif d.p_value is not None:
+                test += f", p = {d.p_value:.3f}"
             if d.p_value is not None:
-                test += f", p = {d.p_value:.3f} (alpha {report.config.alpha})"
+                test += f" (alpha {report.config.alpha})"
             parts.append(test)
         if d.note:
             parts.append(d.note)

@@ -11,6 +11,13 @@ stratum it is Fisher's exact test). One-sided: only getting worse fails a build.
 Per-check strata are what let the baseline's own spread speak: a check that passed 2 of 5
 baseline repeats explains a failure in the run well, one that passed 5 of 5 does not, and
 a check that passed or failed everywhere on both sides carries no information.
+
+That test treats the checks of one repeat as independent. In a memory suite they are not:
+once a repeat's memory departs from another's, later checks fail or pass together. The
+repeat-level test is exact whatever the checks' dependence: under the null hypothesis all
+repeats, the baseline's and the run's, are exchangeable draws, so the chance that the run's
+repeats score this low is the share of the C(base + run, run) ways to pick `run` repeats out
+of all of them that score as low or lower. Its smallest possible p is 1 / C(base + run, run).
 """
 
 from __future__ import annotations
@@ -62,6 +69,31 @@ def lower_tail(strata: Iterable[Stratum]) -> float:
 def fisher_one_sided(base_pass: int, base_total: int, cur_pass: int, cur_total: int) -> float:
     """P(the current run passes `cur_pass` or fewer | both runs share one pass rate)."""
     return lower_tail([Stratum(base_pass, base_total, cur_pass, cur_total)])
+
+
+def repeat_lower_tail(base_scores: list[int], run_scores: list[int]) -> float:
+    """P(run-many repeats picked at random from all of them score <= the run's summed score).
+
+    Counted exactly by dynamic programming over (repeats picked, score) rather than by listing
+    every subset."""
+    scores = [*base_scores, *run_scores]
+    picks, observed = len(run_scores), sum(run_scores)
+    if not base_scores or not run_scores:
+        return 1.0
+    # ways[k][s]: subsets of the repeats seen so far with k members scoring s
+    ways: list[dict[int, int]] = [dict() for _ in range(picks + 1)]
+    ways[0][0] = 1
+    for score in scores:
+        for k in range(picks, 0, -1):
+            for total, count in ways[k - 1].items():
+                ways[k][total + score] = ways[k].get(total + score, 0) + count
+    low = sum(count for total, count in ways[picks].items() if total <= observed)
+    return min(1.0, low / math.comb(len(scores), picks))
+
+
+def repeat_floor(base_repeats: int, run_repeats: int) -> float:
+    """The smallest p the repeat-level test can give."""
+    return 1 / math.comb(base_repeats + run_repeats, run_repeats)
 
 
 def min_detectable(base_repeats: int, run_repeats: int, alpha: float) -> int | None:

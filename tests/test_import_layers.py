@@ -4,8 +4,8 @@ no module imports from a layer above its own.
 
 Layers, lowest first (a module's layer is that of its longest matching prefix):
 reference_memory < errors, version, plugins, progress, tracing core < scenario, models, tools
-< rundir < systems, agent, traced tools < replay, runner < grading < report, tables, gate and baseline,
-compare, junit, summary, annotations < publish, finish < cli and the public face. Within a
+< rundir < systems, agent, traced tools < replay, runner < grading < report, tables, gate,
+baseline, compare, junit, summary, annotations < publish, finish < cli and the public face. Within a
 layer any direction is allowed; a cycle never is. The report renders results and never
 grades, so report -> grading is refused even though it points downward.
 """
@@ -49,6 +49,7 @@ LAYERS: list[tuple[str, ...]] = [
         "memeval.gate_view",
         "memeval.baseline",
         "memeval.provenance",
+        "memeval.freshness",
         "memeval.noise",
         "memeval.compare",
         "memeval.junit",
