@@ -85,24 +85,21 @@ def differences(base: Fingerprint | None, run: Fingerprint | None) -> list[Diffe
 
 
 def code_differences(
-    base: Fingerprint, code: Mapping[str, str], files: Mapping[str, str]
+    base: Fingerprint, code: Mapping[str, str], files: Mapping[str, Mapping[str, str]]
 ) -> list[Difference]:
     """One difference per code group whose hash differs, naming the files."""
     found: list[Difference] = []
     for group in CODE_GROUPS:
         if base.code.get(group) == code.get(group):
             continue
-        names = [f for f in base.files if _group_of(f) == group] + [
-            f for f in files if _group_of(f) == group and f not in base.files
-        ]
+        before, after = base.files.get(group, {}), files.get(group, {})
         changed = [
-            f"{name} ({_what(base.files.get(name), files.get(name))})"
-            for name in sorted(set(names))
-            if base.files.get(name) != files.get(name)
+            f"{name} ({_what(before.get(name), after.get(name))})"
+            for name in sorted(set(before) | set(after))
+            if before.get(name) != after.get(name)
         ]
-        detail = ", ".join(changed[:6]) + (
-            f" and {len(changed) - 6} more" if len(changed) > 6 else ""
-        )
+        more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+        detail = ", ".join(changed[:6]) + more
         found.append(Difference(group, detail or "files differ", MEANINGS[group], "change"))
     return found
 
@@ -147,15 +144,6 @@ def stale_parts(
         now = {name: scenario_hash(paths) for name, paths in scenarios.items()}
         found += scenario_differences(base.scenarios, now)
     return found
-
-
-def _group_of(name: str) -> str | None:
-    from fnmatch import fnmatch
-
-    for group, patterns in CODE_GROUPS.items():
-        if any(fnmatch(name, p) for p in patterns):
-            return group
-    return None
 
 
 def _what(before: str | None, after: str | None) -> str:

@@ -1,8 +1,8 @@
 """What produced a run's verdicts, as hashes a baseline can be checked against.
 
 A fingerprint has a part per cause of a changed verdict:
-- `code`: sha256 of each source file on the path from a scenario to its verdicts, grouped as
-  in CODE_GROUPS (`files` keeps every file's own hash, so a difference names the file);
+- `code`: one sha256 per group of source files on the path from a scenario to its verdicts
+  (CODE_GROUPS); `files` keeps every file's own hash by group, so a difference names files;
 - `scenarios`: per scenario, a hash of every scenario file it was read from (includes too);
 - `models`: per role, the spec and what the back end says about the exact model and engine
   (weights sha256, llama.cpp version, context, threads, batch sizes, endpoint);
@@ -74,7 +74,7 @@ class CacheUse(Record):
 
 class Fingerprint(Record):
     code: dict[str, str] = Field(default_factory=dict)  # group -> sha256 over its files
-    files: dict[str, str] = Field(default_factory=dict)  # "package/path" -> sha256
+    files: dict[str, dict[str, str]] = Field(default_factory=dict)  # group -> {path: sha256}
     scenarios: dict[str, str] = Field(default_factory=dict)  # scenario name -> sha256
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)  # role -> MODEL_KEYS
     settings: dict[str, str] = Field(default_factory=dict)
@@ -119,11 +119,11 @@ def digest(items: Mapping[str, str]) -> str:
 
 def code_fingerprint(
     roots: Mapping[str, Path] | None = None,
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(group -> hash, file -> hash) of the code and prompts a run's verdicts depend on."""
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(group -> hash, group -> {file -> hash}) of the code and prompts a run's verdicts
+    depend on."""
     groups = code_files(roots)
-    files = {name: sha for members in groups.values() for name, sha in members.items()}
-    return {group: digest(members) for group, members in groups.items()}, files
+    return {group: digest(members) for group, members in groups.items()}, groups
 
 
 def scenario_hash(files: Iterable[str | Path]) -> str:
