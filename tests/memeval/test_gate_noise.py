@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from memeval.baseline import Baseline, CheckHistory, load_baseline
 from memeval.cli import app
 from memeval.gate import GateConfig, check_gate, compare_checks
 from memeval.resample import metrics_from_checks, resample
+from memeval.rundir.record import read_run
+from memeval.rundir.record import write_run as save_info
 from memeval.rundir.results import load_results
 from tests.memeval.noise_profile import Profile, outcomes, write_run
 from tests.memeval.rundirs import grade_and_save
@@ -216,3 +219,37 @@ def test_config_alpha_is_used(stored: list[CheckHistory]) -> None:
     strict_alpha = resample(stored, 5, 3, trials=30, seed=3, config=GateConfig(alpha=0.5))
     loose = resample(stored, 5, 3, trials=30, seed=3)
     assert strict_alpha.failed >= loose.failed
+
+
+def test_junit_says_how_each_failing_check_did_in_the_baseline(tmp_path: Path) -> None:
+    base = graded(tmp_path / "base", {"q0": "PPPPP", "q1": "PPPPP", "q2": "PFPFP", "q3": "PPPPP"})
+    run = graded(tmp_path / "run", {"q0": "PPP", "q1": "FFF", "q2": "FFF", "q3": "PPP"})
+    junit = tmp_path / "junit.xml"
+    code, _, _ = gate(run, "--baseline", base, "--junit", junit)
+    assert code == 1
+    root = ET.parse(junit).getroot()
+    failures = {
+        c.get("name"): (c.find("failure").get("message") or "")  # type: ignore[union-attr]
+        for c in root.iter("testcase")
+        if c.find("failure") is not None
+    }
+    assert failures["q1 question (memory-dependent)"].endswith(
+        "(baseline: 5/5 pass, newly failing)"
+    )
+    assert failures["q2 question (memory-dependent)"].endswith("(flaky in the baseline: 3/5 pass)")
+    [suite] = [s for s in root.iter("testsuite") if s.get("name") == "memeval gate"]
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
+    assert failures["book memory_dependent"].startswith("18/20 → 6/12")
+    assert "fingerprint" in (suite.findtext("system-out") or "")
+    assert root.get("failures") == str(3 * 2 + 1)  # q1 and q2 in three repeats, and the gate
+
+
+def test_a_baseline_is_only_written_from_a_complete_run(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", histories({"q0": "PP"}), run_id="partial")
+    asyncio.run(grade_and_save(run))
+    info = read_run(run)
+    info.status = "interrupted"
+    save_info(run, info)
+    code, _, err = gate(run, "--write-baseline", tmp_path / "b.json")
+    assert code == 2 and "the run is interrupted; a baseline needs a complete run" in err
+    assert not (tmp_path / "b.json").exists()
