@@ -176,6 +176,8 @@ def _direction(a: Side, b: Side) -> Direction | None:
         return "removed"
     if sorted(a.verdicts) == sorted(b.verdicts):
         return None
+    if a.rate == b.rate and set(a.verdicts) == set(b.verdicts):
+        return None  # the same outcomes in other numbers of repeats (3/5 and 6/10)
     ra, rb = a.rate or 0.0, b.rate or 0.0
     if rb > ra:
         return "fixed"
