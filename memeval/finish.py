@@ -9,7 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from memeval.gate import GateConfig, GateReport, check_gate, gate_table
+from memeval.gate import GateConfig, GateReport, check_gate
+from memeval.gate_view import print_gate
 from memeval.grading.run import grade_run
 from memeval.junit import write_junit
 from memeval.models.base import CallRecord
@@ -84,10 +85,11 @@ async def finish_run(
             pool.close()
         tracing.shutdown()
     done = Finished(results=results, report=publish(run, results).report)
-    if junit is not None:
-        done.junit = write_junit(results, junit)
     if baseline is not None:
-        done.gate = check_gate(results, baseline, gate or GateConfig())
+        config = gate or GateConfig()
+        done.gate = check_gate(results, baseline, config, fingerprint=info.fingerprint)
+    if junit is not None:
+        done.junit = write_junit(results, junit, done.gate)
     return done
 
 
@@ -113,4 +115,4 @@ def print_summary(done: Finished, console: Console | None = None) -> None:
     for metrics in done.results.metrics:
         console.print(f"[bold]{metrics.scenario}[/]: {summary_line(metrics)}")
     if done.gate is not None:
-        console.print(gate_table(done.gate))
+        print_gate(done.gate, console)

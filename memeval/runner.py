@@ -21,6 +21,7 @@ from memeval.plugins import load_attr
 from memeval.progress import RunProgress
 from memeval.replay import Unit, replay
 from memeval.rundir.create import new_run_id, prompt_hashes, sha256_file, utc_now, versions
+from memeval.rundir.fingerprint import cache_use, make_fingerprint
 from memeval.rundir.record import (
     PhoenixTarget,
     RunConfig,
@@ -147,8 +148,19 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         units=units,
         shard=shard,
     )
+    info.fingerprint = make_fingerprint(
+        scenario_files={s.name: s.files or [s.path] for s in scenarios},
+        model_info=info.model_info,
+        settings=_result_settings(info),
+    )
     write_run(run_dir, info)
     return run_dir, info, scenarios
+
+
+def _result_settings(info: RunInfo) -> dict[str, str]:
+    """The run options that shape its results, for the fingerprint."""
+    settings = {"memory": info.memory, "agent": info.config.agent, "store": info.config.store}
+    return settings | {f"{name} strategy": value for name, value in info.strategies.items()}
 
 
 def needed_roles(memory: str) -> list[str]:
@@ -211,6 +223,9 @@ async def execute(options: RunOptions) -> RunOutcome:
         raise
     finally:
         info.finished_at = utc_now()
+        if info.fingerprint is not None:
+            calls = [c.cached for r in read_events(run_dir) for c in r.model_calls()]
+            info.fingerprint.cache = cache_use(calls, enabled=config.cache)
         write_run(run_dir, info)
         pool.close()
         tracing.shutdown()

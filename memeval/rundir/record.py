@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from memeval.errors import RunDirError
+from memeval.rundir.fingerprint import Fingerprint
 from memeval.rundir.update import PipelineCall, Record, UpdateRecord
 from memeval.scenario.schema import Expect, Question, ResolvedScenario
 from reference_memory.turn import Turn
@@ -97,6 +98,9 @@ class RunInfo(Record):
     merged_from: list[MergedShard] = Field(default_factory=list)  # `memeval merge` output
     phoenix: PhoenixTarget | None = None  # when traced
     error: str | None = None
+    # hashes of the code, prompts, scenarios, models and settings behind the verdicts (runs
+    # made before memeval recorded one have none)
+    fingerprint: Fingerprint | None = None
 
     def title(self, scenario: str) -> str:
         found = self.scenarios.get(scenario)

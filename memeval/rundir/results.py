@@ -85,6 +85,7 @@ class TurnVerdicts(BaseModel):
 
     scenario: str
     repeat: int = 0
+    system: str | None = None  # the memory system, when the run compares several
     index: int
     turn: str
     session: str
@@ -154,9 +155,11 @@ class Latency(BaseModel):
 
 
 class ScenarioMetrics(BaseModel):
-    """Per-scenario numbers, pooled over repeats (the gate compares these)."""
+    """Per-scenario numbers, pooled over repeats (the gate compares these); in a run of several
+    memory systems, one row per (scenario, system)."""
 
     scenario: str
+    system: str | None = None  # the memory system, when the run compares several
     repeats: int = 1
     turns: int = 0
     write_match: Ratio = Field(default_factory=Ratio)
@@ -181,6 +184,11 @@ class ScenarioMetrics(BaseModel):
     memory_reads: int = 0
     stale_reads: int = 0
     update_lag: Latency = Field(default_factory=Latency)
+
+    @property
+    def label(self) -> str:
+        """`book-summary`, or `book-summary · retrieval` in a run of several systems."""
+        return self.scenario if self.system is None else f"{self.scenario} · {self.system}"
 
 
 class RunResults(BaseModel):
