@@ -160,6 +160,8 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
 def _result_settings(info: RunInfo) -> dict[str, str]:
     """The run options that shape its results, for the fingerprint."""
     settings = {"memory": info.memory, "agent": info.config.agent, "store": info.config.store}
+    if info.config.async_memory:  # a turn may read memory before the last update landed
+        settings["memory updates"] = "async"
     return settings | {f"{name} strategy": value for name, value in info.strategies.items()}
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from memeval.rundir.freshness import Freshness, TurnKey, run_freshness
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults, Verdict
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import Freshness, TurnKey, run_freshness
 
 TABLES = ("turns", "questions", "facts", "llm_calls")
 

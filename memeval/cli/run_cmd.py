@@ -140,11 +140,11 @@ def run_command(
     print_summary(done)
     if outcome.info.models and all(spec == "fake" for spec in outcome.info.models.values()):
         typer.echo("note: every role ran on `fake`, a stand-in that is not a model")
-    shard = outcome.info.shard
-    if shard is not None:
+    sliced = outcome.info.shard
+    if sliced is not None:
         typer.echo(
-            f"shard {shard.index}/{shard.count}: {len(outcome.info.units)} of "
-            f"{len(shard.planned)} units; join every shard with `memeval merge`"
+            f"shard {sliced.index}/{sliced.count}: {len(outcome.info.units)} of "
+            f"{len(sliced.planned)} units; join every shard with `memeval merge`"
         )
     typer.echo(f"run directory: {outcome.run_dir}")
     typer.echo(f"report: {done.report}")

@@ -7,9 +7,9 @@ from datetime import datetime
 
 import pandas as pd
 
-from memeval.rundir.freshness import Freshness, TurnKey
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import Latency, Ratio, ScenarioMetrics, TurnVerdicts
+from memeval.rundir.staleness import Freshness, TurnKey
 
 
 def scenario_metrics(

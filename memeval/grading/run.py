@@ -31,10 +31,10 @@ from memeval.grading.metrics import scenario_metrics
 from memeval.grading.retention import ApplyOps, fact_retention
 from memeval.grading.verdicts import effective, headline
 from memeval.models.base import ChatModel
-from memeval.rundir.freshness import run_freshness
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import GRADES_FILE, JudgeResult, RunResults, TurnVerdicts, Verdict
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import run_freshness
 from memeval.scenario.schema import ResolvedScenario
 
 JudgeKey = tuple[str, int, str, str]  # (scenario, repeat, turn, "question" | "write")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memeval.report.diff import FileDiff, file_diff
-from memeval.rundir.freshness import Freshness
 from memeval.rundir.record import ModelCall, TurnRecord
 from memeval.rundir.results import HumanGrade, TurnVerdicts
+from memeval.rundir.staleness import Freshness
 from memeval.rundir.update import AttemptRecord, CompactionRecord, SafetyRecord
 from memeval.scenario.schema import Expect, Question
 

@@ -15,10 +15,10 @@ from memeval.report.chart import Chart, SessionSpan, SizePoint, size_chart
 from memeval.report.diff import FileDiff, file_diff
 from memeval.report.grid import GridRow, attach_losses, grid_row
 from memeval.report.links import phoenix_base, phoenix_link
-from memeval.rundir.freshness import unit_freshness
 from memeval.rundir.record import RunInfo, TurnRecord
 from memeval.rundir.results import RunResults, ScenarioMetrics
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import unit_freshness
 from reference_memory import CAP, TARGET, TRIGGER
 
 SIZE_LINES = [

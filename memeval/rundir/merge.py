@@ -19,6 +19,7 @@ from typing import Any
 
 from memeval.errors import RunDirError
 from memeval.rundir.create import new_run_id, utc_now
+from memeval.rundir.fingerprint import CacheUse, Fingerprint
 from memeval.rundir.record import (
     MergedShard,
     PhoenixTarget,
@@ -61,6 +62,7 @@ def merge_shards(shard_dirs: Sequence[Path], out: Path, argv: Sequence[str] = ()
                 for r in sorted(runs, key=lambda r: _shard(r).index)
             ],
             "phoenix": _phoenix(runs),
+            "fingerprint": _fingerprint(runs),
             "error": None,
         }
     )
@@ -95,6 +97,8 @@ def configuration(info: RunInfo) -> dict[str, Any]:
             name: scenario.model_dump(exclude={"path", "files"})
             for name, scenario in info.scenarios.items()
         },
+        # code, scenario and model hashes; not the cache hits, which are each shard's own
+        "fingerprint": info.fingerprint.model_dump(exclude={"cache"}) if info.fingerprint else None,
         "shard_count": shard.count if shard else None,
         "planned_units": [u.model_dump() for u in shard.planned] if shard else None,
     }
@@ -231,6 +235,23 @@ def _merge_grades(runs: list[SavedRun], out: Path) -> None:
     if entries:
         text = json.dumps({"schema_version": 1, "grades": entries}, indent=2)
         (out / GRADES_FILE).write_text(text + "\n", encoding="utf-8")
+
+
+def _fingerprint(runs: list[SavedRun]) -> Fingerprint | None:
+    """The shards' common fingerprint (checked equal but for the cache) with their cache use
+    added up."""
+    first = runs[0].info.fingerprint
+    if first is None:
+        return None
+    uses = [r.info.fingerprint.cache for r in runs if r.info.fingerprint is not None]
+    if len(uses) != len(runs) or any(use is None for use in uses):
+        return first.model_copy(update={"cache": None})
+    cache = CacheUse(
+        hits=sum(use.hits for use in uses if use is not None),
+        calls=sum(use.calls for use in uses if use is not None),
+        enabled=all(use.enabled for use in uses if use is not None),
+    )
+    return first.model_copy(update={"cache": cache})
 
 
 def _phoenix(runs: list[SavedRun]) -> PhoenixTarget | None:

@@ -152,7 +152,7 @@ class TurnRecord(Record):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     memory_context: str | None = None  # what was injected for this turn
     # turn ids of earlier turns of this unit whose memory update had not landed when this
-    # turn's memory was read (only under --async-memory; see rundir/freshness.py)
+    # turn's memory was read (only under --async-memory; see rundir/staleness.py)
     pending_at_read: list[str] = Field(default_factory=list)
     expect: Expect | None = None
     question: Question | None = None

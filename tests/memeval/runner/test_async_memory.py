@@ -20,9 +20,9 @@ from memeval.cli.app import app
 from memeval.finish import finish_run
 from memeval.models.base import ChatResponse
 from memeval.models.scripted import FunctionModel
-from memeval.rundir.freshness import run_freshness
 from memeval.rundir.record import read_events, read_run
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import run_freshness
 from memeval.runner import RunOptions, execute
 
 LINE = "- [user] The codeword is PELICAN."
@@ -121,6 +121,10 @@ async def test_a_back_to_back_follow_up_reads_stale_memory_only_under_async(
         assert q1.update.status == "written" and LINE in run.snapshot(q1)
     assert not waited.info.config.async_memory and raced.info.config.async_memory
     assert read_run(raced.path).config.async_memory  # recorded in run.json
+    fingerprints = [r.info.fingerprint for r in (waited, raced)]
+    assert fingerprints[0] is not None and fingerprints[1] is not None
+    assert "memory updates" not in fingerprints[0].settings
+    assert fingerprints[1].settings["memory updates"] == "async"  # a baseline tells them apart
 
     # without async memory q2 waited for q1's update: current memory, the right answer
     q2 = waited.events[2]

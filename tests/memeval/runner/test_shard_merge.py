@@ -95,6 +95,11 @@ def test_shards_merged_equal_the_unsharded_fake_combined_run(
     )
     info = read_run(merged)
     assert info.units == planned and info.shard is None and info.status == "complete"
+    assert info.fingerprint is not None and info.fingerprint.cache is not None
+    assert info.fingerprint.cache.calls == sum(
+        i.fingerprint.cache.calls for i in infos if i.fingerprint and i.fingerprint.cache
+    )
+    assert info.fingerprint.code == read_run(whole).fingerprint.code  # type: ignore[union-attr]
     assert [m.run_id for m in info.merged_from] == [i.run_id for i in infos]
 
     # turns, snapshots, verdicts, tables and report equal the unsharded run's
