@@ -18,6 +18,7 @@ from memeval.models.pool import ModelPool, cache_path
 from memeval.models.spec import parse_spec
 from memeval.progress import RunProgress
 from memeval.publish import publish
+from memeval.rundir.merge import merge_shards
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults
 from memeval.rundir.saved import SavedRun
@@ -90,6 +91,21 @@ async def finish_run(
     if junit is not None:
         done.junit = write_junit(results, junit, done.gate)
     return done
+
+
+async def merge_runs(
+    shard_dirs: list[Path],
+    out: Path,
+    *,
+    junit: Path | None = None,
+    baseline: Path | None = None,
+    gate: GateConfig | None = None,
+    argv: list[str] | None = None,
+) -> Finished:
+    """Join shard run directories into `out` and finish it like a run: graded with the
+    shards' own judgements (no model is called), tables, report, JUnit and gate."""
+    merged = merge_shards(shard_dirs, out, argv or [])
+    return await finish_run(merged, judge=False, junit=junit, baseline=baseline, gate=gate)
 
 
 def print_summary(done: Finished, console: Console | None = None) -> None:

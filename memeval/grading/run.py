@@ -34,6 +34,7 @@ from memeval.models.base import ChatModel
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import GRADES_FILE, JudgeResult, RunResults, TurnVerdicts, Verdict
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import run_freshness
 from memeval.scenario.schema import ResolvedScenario
 
 JudgeKey = tuple[str, int, str, str]  # (scenario, repeat, turn, "question" | "write")
@@ -104,9 +105,12 @@ async def grade_run(
     for verdicts in results.turns:
         compose(verdicts)
     agreement = human.agreement(results.turns)
+    freshness = run_freshness(run)
     for name, records in by_scenario.items():
         mine = [t for t in results.turns if t.scenario == name]
-        results.metrics.append(scenario_metrics(name, records, mine, agreement.get(name)))
+        results.metrics.append(
+            scenario_metrics(name, records, mine, agreement.get(name), freshness)
+        )
     return results
 
 

@@ -37,7 +37,7 @@ CODE_GROUPS: dict[str, tuple[str, ...]] = {
     "agent and runner code": (
         "memeval/agent.py",
         "memeval/tools.py",
-        "memeval/replay.py",
+        "memeval/replay/*.py",
         "memeval/runner.py",
         "memeval/strategy_defaults.py",
         "memeval/systems/*.py",

@@ -179,6 +179,11 @@ class ScenarioMetrics(BaseModel):
     pipeline_latency_compaction: Latency = Field(default_factory=Latency)  # turns with one
     wall_s: float = 0.0
     judge_human_agreement: Ratio | None = None  # when both a judge and a human graded
+    # --async-memory: turns that read memory, reads that missed an update still in flight,
+    # and how long after the agent's answer each update landed (empty without async memory)
+    memory_reads: int = 0
+    stale_reads: int = 0
+    update_lag: Latency = Field(default_factory=Latency)
 
     @property
     def label(self) -> str:
