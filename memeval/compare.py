@@ -2,7 +2,10 @@
 
 Typical use: the same scenarios before and after a prompt change. Verdicts are matched by
 (scenario, turn, target); with repeats, each side is the list of its repeats' verdicts, so
-"3/5 → 5/5 pass" is one row rather than five. Reads only the two saved runs.
+"3/5 → 5/5 pass" is one row rather than five, and a check that both passed and failed in A's
+repeats is marked flaky (a flip there may be noise). Before the flips, what differs between
+the runs' fingerprints (prompts, code, scenarios, models, threads, cache hits) and what that
+means for reading them. Reads only the two saved runs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from memeval.provenance import Difference, differences
 from memeval.rundir.results import RunResults, ScenarioMetrics
 from memeval.rundir.saved import SavedRun
 
@@ -32,6 +36,11 @@ class Side:
     @property
     def passed(self) -> int:
         return self.verdicts.count("pass")
+
+    @property
+    def flaky(self) -> bool:
+        """Both passed and failed across the repeats."""
+        return 0 < self.passed < sum(v != "na" for v in self.verdicts)
 
     @property
     def rate(self) -> float | None:
@@ -84,6 +93,7 @@ class Comparison:
     scenarios: list[ScenarioDeltas] = field(default_factory=list)
     only_a: list[str] = field(default_factory=list)  # scenarios only run A has
     only_b: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)  # fingerprint parts, A -> B
 
     @property
     def run_a(self) -> str:
@@ -114,6 +124,7 @@ def compare_runs(a: SavedRun, b: SavedRun) -> Comparison:
     """Compare two graded runs (each needs verdicts.json: run `memeval grade` first)."""
     res_a, res_b = a.graded(), b.graded()
     cmp = Comparison(a, b)
+    cmp.differences = differences(a.info.fingerprint, b.info.fingerprint)
     cmp.flips = _flips(res_a, res_b)
     names_a = [m.scenario for m in res_a.metrics]
     names_b = [m.scenario for m in res_b.metrics]
@@ -165,6 +176,8 @@ def _direction(a: Side, b: Side) -> Direction | None:
         return "removed"
     if sorted(a.verdicts) == sorted(b.verdicts):
         return None
+    if a.rate == b.rate and set(a.verdicts) == set(b.verdicts):
+        return None  # the same outcomes in other numbers of repeats (3/5 and 6/10)
     ra, rb = a.rate or 0.0, b.rate or 0.0
     if rb > ra:
         return "fixed"
@@ -247,6 +260,8 @@ def group_by_scenario(flips: list[Flip]) -> dict[str, list[Flip]]:
 
 # --- terminal --------------------------------------------------------------------------------
 
+SAME_RUNS = "same prompts, code, scenarios, models and settings"
+
 _STYLE = {
     "fixed": "green",
     "broke": "bold red",
@@ -261,6 +276,9 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
     console = console or Console()
     console.print(f"A  {escape(cmp.run_a)}  ({escape(str(cmp.dir_a))})")
     console.print(f"B  {escape(cmp.run_b)}  ({escape(str(cmp.dir_b))})")
+    console.print("\nwhat differs between the runs:")
+    for line in [d.line() for d in cmp.differences] or [SAME_RUNS]:
+        console.print(f"  {escape(line)}")
     counts = " · ".join(
         f"{sum(1 for f in cmp.flips if f.direction == d)} {d}"
         for d in ("fixed", "broke", "changed", "added", "removed")
@@ -279,7 +297,7 @@ def print_comparison(cmp: Comparison, console: Console | None = None) -> None:
                 escape(f.kind),
                 escape(str(f.a)),
                 escape(str(f.b)),
-                f"[{style}]{f.direction}[/]",
+                f"[{style}]{f.direction}[/]" + (" (flaky in A)" if f.a.flaky else ""),
             )
         console.print(table)
     for sc in cmp.scenarios:

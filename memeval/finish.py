@@ -9,7 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from memeval.gate import GateConfig, GateReport, check_gate, gate_table
+from memeval.gate import GateConfig, GateReport, check_gate
+from memeval.gate_view import print_gate
 from memeval.grading.run import grade_run
 from memeval.junit import write_junit
 from memeval.models.base import CallRecord
@@ -17,6 +18,7 @@ from memeval.models.pool import ModelPool, cache_path
 from memeval.models.spec import parse_spec
 from memeval.progress import RunProgress
 from memeval.publish import publish
+from memeval.rundir.merge import merge_shards
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults
 from memeval.rundir.saved import SavedRun
@@ -85,11 +87,27 @@ async def finish_run(
             pool.close()
         tracing.shutdown()
     done = Finished(results=results, report=publish(run, results).report)
-    if junit is not None:
-        done.junit = write_junit(results, junit)
     if baseline is not None:
-        done.gate = check_gate(results, baseline, gate or GateConfig())
+        config = gate or GateConfig()
+        done.gate = check_gate(results, baseline, config, fingerprint=info.fingerprint)
+    if junit is not None:
+        done.junit = write_junit(results, junit, done.gate)
     return done
+
+
+async def merge_runs(
+    shard_dirs: list[Path],
+    out: Path,
+    *,
+    junit: Path | None = None,
+    baseline: Path | None = None,
+    gate: GateConfig | None = None,
+    argv: list[str] | None = None,
+) -> Finished:
+    """Join shard run directories into `out` and finish it like a run: graded with the
+    shards' own judgements (no model is called), tables, report, JUnit and gate."""
+    merged = merge_shards(shard_dirs, out, argv or [])
+    return await finish_run(merged, judge=False, junit=junit, baseline=baseline, gate=gate)
 
 
 def print_summary(done: Finished, console: Console | None = None) -> None:
@@ -102,4 +120,4 @@ def print_summary(done: Finished, console: Console | None = None) -> None:
     if trust:
         console.print(trust, markup=False)
     if done.gate is not None:
-        console.print(gate_table(done.gate))
+        print_gate(done.gate, console)

@@ -1,36 +1,55 @@
-"""The regression gate: compare a graded run's metrics with a baseline and fail on drops.
+"""The regression gate: compare a graded run with a baseline and fail on drops beyond noise.
 
-Gated metrics are pass rates: write-match, memory-dependent and memory-corruptible
-questions. With one repeat on both sides outcomes are deterministic re-runs, so any drop
-beyond `max_drop` (default 0: one fewer passing question) is a regression. With repeats,
-single flips are expected noise; a drop is flagged only when it exceeds `max_drop` AND a
-one-sided Fisher exact test on the pooled pass/fail counts gives p < `alpha` (default 0.05).
-Fisher's test is exact for the small counts and near-100% pass rates a suite produces,
-where normal-approximation tests and Wilson intervals are unreliable; one-sided because
-only getting worse fails a build. Other numbers (compactions, calls, tokens, latency) are
-shown as information, never gated. A scenario only in the baseline is listed as missing,
-not failed, so a run of a subset can still be gated against a full baseline.
+Gated metrics are pass rates per row (a scenario, or a (scenario, memory system) pair):
+write-match, memory-dependent and memory-corruptible. A metric's checks (each turn's write
+expectation or question) are matched with the baseline's by (scenario, system, turn, kind).
+
+- One repeat on both sides: there is no spread to measure, so any drop beyond `max_drop`
+  (default 0: one fewer passing check) is a regression. This assumes re-runs are exact.
+- Repeats on either side, baseline with per-check histories: a check that both passed and
+  failed across the baseline's repeats is *flaky*; flaky checks are listed and never fail
+  the gate alone. A metric regresses when (1) its pooled rate dropped by more than
+  `max_drop`, (2) at least one check the baseline passed in every repeat now fails, and
+  (3) the exact one-sided test stratified by check (memeval.noise) gives p < `alpha`:
+  the drop is beyond what the baseline's own spread explains.
+- Repeats, baseline without histories (written by an older memeval): rule (2) cannot be
+  applied, and (3) uses Fisher's exact test on the pooled counts.
+
+Other numbers (compactions, calls, tokens, latency) are shown, never gated. A row only in
+the baseline is listed as missing, not failed, so a subset can be gated against a full
+baseline. Before the deltas the gate lists what differs between the baseline's fingerprint
+and the run's (memeval.provenance) and what that means for reading the verdicts.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
-from rich.table import Table
-
-from memeval.errors import ConfigError
-from memeval.rundir.results import (
-    Ratio,
-    RunResults,
-    ScenarioMetrics,
-    load_results,
+from memeval.baseline import (
+    PASSING,
+    Baseline,
+    CheckHistory,
+    CheckKey,
+    RowKey,
+    check_histories,
+    load_baseline,
+    row_key,
 )
+from memeval.errors import ConfigError
+from memeval.noise import (
+    Stratum,
+    fisher_one_sided,
+    lower_tail,
+    repeat_floor,
+    repeat_lower_tail,
+)
+from memeval.provenance import Difference, differences
+from memeval.rundir.fingerprint import Fingerprint
+from memeval.rundir.results import Ratio, RunResults, ScenarioMetrics
+
+__all__ = ["Baseline", "GateConfig", "GateReport", "check_gate", "compare", "fisher_one_sided"]
 
 GATED = ("write_match", "memory_dependent", "memory_corruptible")
 INFO = (
@@ -42,16 +61,7 @@ INFO = (
     "tokens_per_turn",
 )
 Status = Literal["ok", "regression", "improved", "missing", "new", "info"]
-
-
-class Baseline(BaseModel):
-    """A small committed file of metrics (`memeval gate RUN --write-baseline FILE`)."""
-
-    schema_version: int = 1
-    kind: Literal["memeval-baseline"] = "memeval-baseline"
-    run_id: str
-    created_at: str = ""
-    metrics: list[ScenarioMetrics] = Field(default_factory=list)
+Test = Literal["strict", "check+repeat", "check", "pooled"]
 
 
 @dataclass(frozen=True)
@@ -69,9 +79,26 @@ def gate_config(alpha: float = 0.05, max_drop: float = 0.0) -> GateConfig:
     return GateConfig(alpha=alpha, max_drop=max_drop)
 
 
+@dataclass(frozen=True)
+class CheckPair:
+    """One check's history in the baseline and in the run."""
+
+    base: CheckHistory
+    run: CheckHistory
+
+    @property
+    def broken(self) -> bool:
+        """Passed in every baseline repeat, failed in at least one of the run's."""
+        b = self.base
+        return b.graded > 0 and b.passed == b.graded and self.run.passed < self.run.graded
+
+    def stratum(self) -> Stratum:
+        return Stratum(self.base.passed, self.base.graded, self.run.passed, self.run.graded)
+
+
 @dataclass
 class Delta:
-    scenario: str
+    scenario: str  # the row's label: "book-summary", or "book-summary · retrieval"
     metric: str
     baseline: str
     current: str
@@ -79,6 +106,19 @@ class Delta:
     status: Status
     p_value: float | None = None
     note: str = ""
+    test: Test | None = None
+    p_check: float | None = None  # the check-level test's p (independent checks assumed)
+    p_repeat: float | None = None  # the repeat-level test's p (exact under any dependence)
+    broken: list[str] = field(default_factory=list)  # stable in the baseline, failing now
+
+
+@dataclass(frozen=True)
+class FlakyCheck:
+    row: str
+    metric: str
+    check: str  # "s2q1 question"
+    baseline: str  # "3/5 pass"
+    current: str
 
 
 @dataclass
@@ -87,6 +127,10 @@ class GateReport:
     run_id: str
     config: GateConfig
     deltas: list[Delta] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+    flaky: list[FlakyCheck] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    pairs: dict[CheckKey, CheckPair] = field(default_factory=dict)  # checks on both sides
 
     @property
     def regressions(self) -> list[Delta]:
@@ -97,38 +141,134 @@ class GateReport:
         return 1 if self.regressions else 0
 
 
-def fisher_one_sided(base_pass: int, base_total: int, cur_pass: int, cur_total: int) -> float:
-    """P(the current run passes `cur_pass` or fewer | both runs share one pass rate)."""
-    passes, total = base_pass + cur_pass, base_total + cur_total
-    denominator = math.comb(total, cur_total)
-    low = max(0, cur_total - (total - passes))
-    tail = sum(
-        math.comb(passes, k) * math.comb(total - passes, cur_total - k)
-        for k in range(low, cur_pass + 1)
+def compare(
+    results: RunResults,
+    baseline: Baseline,
+    config: GateConfig = GateConfig(),
+    *,
+    fingerprint: Fingerprint | None = None,
+    baseline_label: str = "",
+) -> GateReport:
+    """Judge every gated metric of every row of `results` against `baseline`."""
+    return compare_checks(
+        results.metrics,
+        check_histories(results),
+        baseline,
+        config,
+        run_id=results.run_id,
+        fingerprint=fingerprint,
+        baseline_label=baseline_label,
     )
-    return min(1.0, tail / denominator)
 
 
-def compare_ratio(
-    scenario: str, metric: str, base: Ratio, cur: Ratio, repeated: bool, config: GateConfig
+def compare_checks(
+    metrics: list[ScenarioMetrics],
+    checks: list[CheckHistory],
+    baseline: Baseline,
+    config: GateConfig = GateConfig(),
+    *,
+    run_id: str = "",
+    fingerprint: Fingerprint | None = None,
+    baseline_label: str = "",
+) -> GateReport:
+    """The gate on a run's metric rows and check histories (what `compare` reads from a
+    graded run; memeval.resample builds them from stored outcomes)."""
+    report = GateReport(baseline=baseline_label, run_id=run_id, config=config)
+    report.differences = differences(baseline.fingerprint, fingerprint)
+    if not baseline.checks:
+        report.notes.append(
+            "the baseline has no per-check history (written by an older memeval): flaky "
+            "checks cannot be told apart and repeated runs are judged on pooled counts; "
+            "refresh it with `memeval gate RUN_DIR --write-baseline FILE`"
+        )
+    base_rows = {row_key(m): m for m in baseline.metrics}
+    run_checks = _by_row_metric(checks)
+    for cur in metrics:
+        key = row_key(cur)
+        base = base_rows.pop(key, None)
+        if base is None:
+            report.deltas.append(Delta(cur.label, "scenario", "–", "present", "–", "new"))
+            continue
+        for metric in GATED:
+            base_ratio, cur_ratio = getattr(base, metric), getattr(cur, metric)
+            if base_ratio.total == 0 and cur_ratio.total == 0:
+                continue  # the row has none of these on either side
+            history = baseline.checks_for(key, metric)
+            pairs = _pairs(history, run_checks.get((key, metric), {})) if history else None
+            repeats = (base.repeats, cur.repeats)
+            delta = judge(cur.label, metric, base_ratio, cur_ratio, pairs, repeats, config)
+            report.deltas.append(delta)
+            report.pairs.update((p.run.key, p) for p in pairs or [])
+            report.flaky += [
+                FlakyCheck(cur.label, metric, p.base.label, p.base.history(), p.run.history())
+                for p in pairs or []
+                if p.base.flaky
+            ]
+        for metric in INFO:
+            b, c = float(getattr(base, metric)), float(getattr(cur, metric))
+            report.deltas.append(
+                Delta(cur.label, metric, _num(b), _num(c), f"{c - b:+,.1f}", "info")
+            )
+    for base in base_rows.values():
+        note = "in the baseline, not in this run"
+        report.deltas.append(
+            Delta(base.label, "scenario", "present", "–", "–", "missing", note=note)
+        )
+    return report
+
+
+def judge(
+    row: str,
+    metric: str,
+    base: Ratio,
+    cur: Ratio,
+    pairs: list[CheckPair] | None,
+    repeats: tuple[int, int],
+    config: GateConfig,
 ) -> Delta:
-    """One gated pass rate, judged by the rules in the module docstring."""
-    delta = Delta(scenario, metric, str(base), str(cur), "", "ok")
+    """One gated pass rate, by the rules in the module docstring."""
+    delta = Delta(row, metric, str(base), str(cur), "", "ok")
+    base_repeats, run_repeats = repeats
+    repeated = max(repeats) > 1
     if base.rate is None or cur.rate is None:
         delta.status = "new" if base.rate is None and cur.rate is not None else "missing"
         delta.change = "–"
         return delta
     drop = base.rate - cur.rate
     delta.change = f"{-drop:+.1%}" if abs(drop) > 1e-12 else "0"
-    if base.total != cur.total:
-        delta.note = "totals differ: rates compared"
-    if repeated:
-        delta.p_value = fisher_one_sided(base.passed, base.total, cur.passed, cur.total)
-        regressed = drop > config.max_drop + 1e-12 and delta.p_value < config.alpha
-        if drop > 1e-12 and not regressed:
+    if base.total * run_repeats != cur.total * base_repeats:
+        delta.note = "the checks differ: rates compared"
+    delta.broken = [
+        f"{p.base.label} {p.base.history()} → {p.run.history()}" for p in pairs or [] if p.broken
+    ]
+    dropped = drop > config.max_drop + 1e-12
+    if not repeated:
+        delta.test = "strict"
+        regressed = dropped
+    elif pairs is not None:
+        delta.p_check = lower_tail(p.stratum() for p in pairs)
+        delta.p_value = delta.p_check
+        if repeat_floor(base_repeats, run_repeats) < config.alpha:
+            delta.test = "check+repeat"
+            delta.p_repeat = repeat_lower_tail(*repeat_scores(pairs))
+            delta.p_value = max(delta.p_check, delta.p_repeat)
+        else:
+            delta.test = "check"
+            delta.note = _join(
+                delta.note, f"too few repeats for the repeat-level test ({_floor(repeats)})"
+            )
+        significant = dropped and delta.p_value < config.alpha
+        regressed = significant and bool(delta.broken)
+        if significant and not delta.broken:
+            delta.note = _join(delta.note, "only flaky checks failed")
+        elif drop > 1e-12 and not regressed:
             delta.note = _join(delta.note, "within noise")
     else:
-        regressed = drop > config.max_drop + 1e-12
+        delta.test = "pooled"
+        delta.p_value = fisher_one_sided(base.passed, base.total, cur.passed, cur.total)
+        regressed = dropped and delta.p_value < config.alpha
+        if drop > 1e-12 and not regressed:
+            delta.note = _join(delta.note, "within noise")
     if regressed:
         delta.status = "regression"
     elif drop < -1e-12:
@@ -136,96 +276,51 @@ def compare_ratio(
     return delta
 
 
-def compare(
-    current: list[ScenarioMetrics],
-    baseline: list[ScenarioMetrics],
-    config: GateConfig = GateConfig(),
-    *,
-    run_id: str = "",
-    baseline_label: str = "",
-) -> GateReport:
-    report = GateReport(baseline=baseline_label, run_id=run_id, config=config)
-    base_by_name = {m.scenario: m for m in baseline}
-    for cur in current:
-        base = base_by_name.pop(cur.scenario, None)
-        if base is None:
-            report.deltas.append(Delta(cur.scenario, "scenario", "–", "present", "–", "new"))
-            continue
-        repeated = max(base.repeats, cur.repeats) > 1
-        for metric in GATED:
-            base_ratio, cur_ratio = getattr(base, metric), getattr(cur, metric)
-            if base_ratio.total == 0 and cur_ratio.total == 0:
-                continue  # the scenario has none of these on either side
-            report.deltas.append(
-                compare_ratio(cur.scenario, metric, base_ratio, cur_ratio, repeated, config)
-            )
-        for metric in INFO:
-            b, c = float(getattr(base, metric)), float(getattr(cur, metric))
-            report.deltas.append(
-                Delta(cur.scenario, metric, _num(b), _num(c), f"{c - b:+,.1f}", "info")
-            )
-    for name in base_by_name:
-        note = "in the baseline, not in this run"
-        report.deltas.append(Delta(name, "scenario", "present", "–", "–", "missing", note=note))
-    return report
+def repeat_scores(pairs: list[CheckPair]) -> tuple[list[int], list[int]]:
+    """Passes per repeat over the checks both sides have: (the baseline's, the run's)."""
+
+    def per_repeat(histories: list[CheckHistory]) -> list[int]:
+        repeats = min((len(h.outcomes) for h in histories), default=0)
+        return [sum(h.outcomes[r] in PASSING for h in histories) for r in range(repeats)]
+
+    return per_repeat([p.base for p in pairs]), per_repeat([p.run for p in pairs])
 
 
-def load_baseline(spec: Path) -> tuple[str, list[ScenarioMetrics]]:
-    """A graded run directory or a baseline JSON -> (label, metrics)."""
-    spec = Path(spec)
-    if spec.is_dir():
-        return str(spec), load_results(spec).metrics
-    if not spec.is_file():
-        raise ConfigError(f"--baseline {spec}: no such run directory or baseline JSON")
-    try:
-        data = json.loads(spec.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and "turns" in data and "kind" not in data:
-            return str(spec), RunResults.model_validate(data).metrics  # a verdicts.json
-        baseline = Baseline.model_validate(data)
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).splitlines()[0]
-        raise ConfigError(
-            f"--baseline {spec}: not a baseline JSON ({first}); make one with "
-            "`memeval gate RUN_DIR --write-baseline FILE`"
-        ) from None
-    return f"{spec} (run {baseline.run_id})", baseline.metrics
-
-
-def write_baseline(results: RunResults, path: Path) -> Path:
-    """Save a graded run's per-scenario metrics as a small JSON to commit next to the prompts."""
-    stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    baseline = Baseline(run_id=results.run_id, created_at=stamp, metrics=results.metrics)
-    Path(path).write_text(baseline.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    return Path(path)
+def _floor(repeats: tuple[int, int]) -> str:
+    base, run = repeats
+    return f"{base} + {run} repeats: smallest p {repeat_floor(base, run):.2f}"
 
 
 def check_gate(
-    results: RunResults, baseline: Path, config: GateConfig = GateConfig()
+    results: RunResults,
+    baseline: Path,
+    config: GateConfig = GateConfig(),
+    *,
+    fingerprint: Fingerprint | None = None,
 ) -> GateReport:
     """Compare a graded run with a baseline; `memeval gate` and `memeval run --baseline`."""
     label, base = load_baseline(baseline)
-    return compare(results.metrics, base, config, run_id=results.run_id, baseline_label=label)
+    return compare(results, base, config, fingerprint=fingerprint, baseline_label=label)
 
 
-def gate_table(report: GateReport) -> Table:
-    table = Table(title=f"gate: run {report.run_id} vs {report.baseline}")
-    for column in ("scenario", "metric", "baseline", "current", "change", "p", "status"):
-        table.add_column(column)
-    style = {"regression": "bold red", "improved": "green", "missing": "yellow", "new": "cyan"}
-    for d in report.deltas:
-        p = f"{d.p_value:.3f}" if d.p_value is not None else ""
-        status = d.status + (f" ({d.note})" if d.note else "")
-        table.add_row(
-            d.scenario,
-            d.metric,
-            d.baseline,
-            d.current,
-            d.change,
-            p,
-            status,
-            style=style.get(d.status, "dim" if d.status == "info" else ""),
-        )
-    return table
+def _by_row_metric(
+    checks: list[CheckHistory],
+) -> dict[tuple[RowKey, str], dict[CheckKey, CheckHistory]]:
+    found: dict[tuple[RowKey, str], dict[CheckKey, CheckHistory]] = {}
+    for c in checks:
+        found.setdefault((c.row, c.metric), {})[c.key] = c
+    return found
+
+
+def _pairs(
+    base: dict[CheckKey, CheckHistory], run: dict[CheckKey, CheckHistory]
+) -> list[CheckPair]:
+    """Checks graded on both sides (a check only one side has is in the rates, not the test)."""
+    return [
+        CheckPair(b, run[key])
+        for key, b in base.items()
+        if key in run and b.graded > 0 and run[key].graded > 0
+    ]
 
 
 def _num(value: float) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 from memeval.agent import Agent, ChatAgent
 from memeval.control_agent import ControlAgent, control_kind, is_control_spec
 from memeval.errors import ConfigError, RunDirError
-from memeval.models.base import CallRecord, ChatModel
+from memeval.models.accounting import TurnCalls
+from memeval.models.base import ChatModel
 from memeval.models.pool import ModelPool, cache_path, memory_models
 from memeval.models.registry import build_model, describe
 from memeval.models.spec import ModelSpec, parse_spec, resolve_specs
@@ -21,10 +22,12 @@ from memeval.plugins import load_attr
 from memeval.progress import RunProgress
 from memeval.replay import Unit, replay
 from memeval.rundir.create import new_run_id, prompt_hashes, sha256_file, utc_now, versions
+from memeval.rundir.fingerprint import cache_use, make_fingerprint
 from memeval.rundir.record import (
     PhoenixTarget,
     RunConfig,
     RunInfo,
+    ShardInfo,
     TurnRecord,
     UnitRef,
     read_events,
@@ -32,6 +35,7 @@ from memeval.rundir.record import (
     turn_from_record,
     write_run,
 )
+from memeval.rundir.shard import Shard, shard_units
 from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario
 from memeval.strategy_defaults import choose_strategies
@@ -67,6 +71,8 @@ class RunOptions:
     safety: str | None = None  # safety strategy name (default: chosen per model)
     argv: list[str] = field(default_factory=list)
     progress: bool = True
+    async_memory: bool = False  # the next turn starts while the previous update runs
+    shard: Shard | None = None  # play only this slice of the planned units
 
 
 @dataclass
@@ -108,6 +114,12 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
     elif options.agent:
         load_attr(options.agent, "--agent")
     run_id = new_run_id(names, options.memory)
+    planned = [UnitRef(scenario=s.name, repeat=k) for s in scenarios for k in range(options.repeat)]
+    units, shard = planned, None
+    if options.shard is not None:
+        units = shard_units(planned, options.shard)
+        shard = ShardInfo(index=options.shard.index, count=options.shard.count, planned=planned)
+        run_id += f"-shard{options.shard.index}of{options.shard.count}"
     run_dir = options.out / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
     info = RunInfo(
@@ -122,6 +134,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
             store="postgresql" if options.store else "sqlite",
             agent=options.agent or "chat",
             roles=roles,
+            async_memory=options.async_memory,
         ),
         models={role: given[role].name if role in given else str(specs[role]) for role in roles},
         strategies=strategies if "updater" in roles else {},
@@ -135,12 +148,24 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         prompt_hashes=prompt_hashes(),
         scenario_hashes=_scenario_hashes(scenarios),
         scenarios={s.name: s for s in scenarios},
-        units=[
-            UnitRef(scenario=s.name, repeat=k) for s in scenarios for k in range(options.repeat)
-        ],
+        units=units,
+        shard=shard,
+    )
+    info.fingerprint = make_fingerprint(
+        scenario_files={s.name: s.files or [s.path] for s in scenarios},
+        model_info=info.model_info,
+        settings=_result_settings(info),
     )
     write_run(run_dir, info)
     return run_dir, info, scenarios
+
+
+def _result_settings(info: RunInfo) -> dict[str, str]:
+    """The run options that shape its results, for the fingerprint."""
+    settings = {"memory": info.memory, "agent": info.config.agent, "store": info.config.store}
+    if info.config.async_memory:  # a turn may read memory before the last update landed
+        settings["memory updates"] = "async"
+    return settings | {f"{name} strategy": value for name, value in info.strategies.items()}
 
 
 def needed_roles(memory: str, agent: str | None = None) -> list[str]:
@@ -154,7 +179,8 @@ def needed_roles(memory: str, agent: str | None = None) -> list[str]:
 async def execute(options: RunOptions) -> RunOutcome:
     run_dir, info, scenarios = prepare(options)
     config = info.config
-    repeat, concurrency = config.repeat, options.concurrency or config.concurrency
+    concurrency = options.concurrency or config.concurrency
+    by_name = {scenario.name: scenario for scenario in scenarios}
     specs = {  # the saved run's specs (a resumed run is read back from run.json)
         role: parse_spec(spec)
         for role, spec in info.models.items()
@@ -171,26 +197,26 @@ async def execute(options: RunOptions) -> RunOutcome:
     try:
         with RunProgress(enabled=options.progress) as progress, tracing.run(info.run_id):
             units = []
-            for scenario in scenarios:
-                for k in range(repeat):
-                    name = f"{scenario.name} r{k}" if repeat > 1 else scenario.name
-                    records = done.get((scenario.name, k), [])
-                    total = len(scenario.turn_ids())
-                    progress.add_unit(name, total, len(records))
-                    units.append(
-                        _run_unit(
-                            run_dir,
-                            info,
-                            options,
-                            scenario,
-                            k,
-                            records,
-                            pool,
-                            tracing,
-                            limit,
-                            lambda s, t, c, n=name: progress.turn_done(n, s, t, c),
-                        )
+            for ref in info.units:  # this run directory's units (a shard's slice of the plan)
+                scenario, k = by_name[ref.scenario], ref.repeat
+                name = f"{scenario.name} r{k}" if config.repeat > 1 else scenario.name
+                records = done.get((scenario.name, k), [])
+                total = len(scenario.turn_ids())
+                progress.add_unit(name, total, len(records))
+                units.append(
+                    _run_unit(
+                        run_dir,
+                        info,
+                        options,
+                        scenario,
+                        k,
+                        records,
+                        pool,
+                        tracing,
+                        limit,
+                        lambda s, t, c, n=name: progress.turn_done(n, s, t, c),
                     )
+                )
             results = await asyncio.gather(*units, return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -203,6 +229,9 @@ async def execute(options: RunOptions) -> RunOutcome:
         raise
     finally:
         info.finished_at = utc_now()
+        if info.fingerprint is not None:
+            calls = [c.cached for r in read_events(run_dir) for c in r.model_calls()]
+            info.fingerprint.cache = cache_use(calls, enabled=config.cache)
         write_run(run_dir, info)
         pool.close()
         tracing.shutdown()
@@ -228,7 +257,7 @@ async def _run_unit(
     if len(done) == len(scenario.turn_ids()):
         return
     async with limit:
-        sink: list[CallRecord] = []
+        sink = TurnCalls()
         roles = [r for r in info.models if r != "judge"]
         chat = pool.for_unit(roles, repeat, sink, tracing)
         workdir = run_dir / "stores" / f"{scenario.name}-r{repeat}"
@@ -256,6 +285,7 @@ async def _run_unit(
             tracing=tracing,
             done=done,
             total_calls=sum(len(r.calls) for r in done),
+            async_memory=info.config.async_memory,
         )
         try:
             await replay(unit, run_dir, on_turn)

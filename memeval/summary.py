@@ -28,6 +28,9 @@ def summary_line(m: ScenarioMetrics) -> str:
         parts.insert(3, f"ungraded questions {m.questions_ungraded}")
     if m.judge_human_agreement is not None:
         parts.append(f"judge-human agreement {m.judge_human_agreement}")
+    if is_async(m):
+        parts.append(f"stale reads {m.stale_reads}/{m.memory_reads}")
+        parts.append(f"update lag p50/p95 {_latency(m.update_lag)}")
     return " · ".join(parts)
 
 
@@ -47,15 +50,24 @@ def judge_trust_line(results: RunResults) -> str:
     return line + (" - low-trust judge verdicts (under 90%)" if jc.low_trust else "")
 
 
+def is_async(m: ScenarioMetrics) -> bool:
+    """Updates ran in the background (--async-memory): their lag after the answer was timed."""
+    return m.update_lag.n > 0
+
+
 def summary_table(results: RunResults) -> Table:
     """The per-scenario summary as a rich table for the terminal."""
     table = Table(title=f"run {results.run_id}")
     table.add_column("scenario", no_wrap=True)
     columns = ["repeats", "write", "mem-dep", "mem-corr", "compact (target)", "dropped"]
     columns += ["calls/turn", "tokens/turn", "p50/p95", "p50/p95 compact"]
+    shown_async = any(is_async(m) for m in results.metrics)
+    if shown_async:
+        columns += ["stale reads", "lag p50/p95"]
     for column in columns:
         table.add_column(column, justify="right")
     for m in results.metrics:
+        extra = [f"{m.stale_reads}/{m.memory_reads}", _latency(m.update_lag)] if shown_async else []
         table.add_row(
             m.scenario,
             str(m.repeats),
@@ -68,6 +80,7 @@ def summary_table(results: RunResults) -> Table:
             f"{m.tokens_per_turn:,.0f}",
             _latency(m.pipeline_latency),
             _latency(m.pipeline_latency_compaction),
+            *extra,
         )
     return table
 

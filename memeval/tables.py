@@ -5,6 +5,7 @@ Built from the saved run only: the turn records in events.jsonl and the graded v
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,7 @@ import pandas as pd
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults, Verdict
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import Freshness, TurnKey, run_freshness
 
 TABLES = ("turns", "questions", "facts", "llm_calls")
 
@@ -20,10 +22,17 @@ def _v(verdict: Verdict | None) -> tuple[str | None, str | None]:
     return (verdict.verdict, verdict.source) if verdict is not None else (None, None)
 
 
-def turns_table(records: list[TurnRecord], results: RunResults) -> pd.DataFrame:
+def turns_table(
+    records: list[TurnRecord],
+    results: RunResults,
+    freshness: Mapping[TurnKey, Freshness] | None = None,
+) -> pd.DataFrame:
+    """One row per turn. `stale_read` is empty for turns that read no memory; `pending_at_read`
+    and `lag_s` are filled under --async-memory."""
     verdicts = {(t.scenario, t.repeat, t.turn): t for t in results.turns}
     rows = []
     for r in records:
+        fresh = (freshness or {}).get((r.scenario, r.repeat, r.turn))
         update = r.update
         t = verdicts.get((r.scenario, r.repeat, r.turn))
         write, write_source = _v(t.write if t else None)
@@ -57,6 +66,9 @@ def turns_table(records: list[TurnRecord], results: RunResults) -> pd.DataFrame:
                 "agent_s": r.timings.get("agent_s"),
                 "pipeline_s": r.pipeline_seconds(),
                 "turn_s": r.timings.get("turn_s"),
+                "lag_s": r.timings.get("lag_s"),
+                "pending_at_read": " ".join(r.pending_at_read),
+                "stale_read": fresh.stale if fresh is not None and fresh.read else None,
                 "agent_error": r.agent_error,
             }
         )
@@ -155,7 +167,7 @@ def llm_calls_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
 def build_tables(run: SavedRun, results: RunResults) -> dict[str, pd.DataFrame]:
     records = run.events
     return {
-        "turns": turns_table(records, results),
+        "turns": turns_table(records, results, run_freshness(run)),
         "questions": questions_table(records, results),
         "facts": facts_table(results),
         "llm_calls": llm_calls_table(records, results),

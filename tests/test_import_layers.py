@@ -5,7 +5,7 @@ no module imports from a layer above its own.
 Layers, lowest first (a module's layer is that of its longest matching prefix):
 reference_memory < errors, version, plugins, progress, tracing core < scenario, models, tools
 < rundir < systems, agent, traced tools < replay, runner < grading < report, tables, gate,
-compare, junit, summary, annotations < publish, finish < cli and the public face. Within a
+baseline, compare, junit, summary, annotations < publish, finish < cli and the public face. Within a
 layer any direction is allowed; a cycle never is. The report renders results and never
 grades, so report -> grading is refused even though it points downward.
 """
@@ -46,6 +46,11 @@ LAYERS: list[tuple[str, ...]] = [
         "memeval.tables",
         "memeval.summary",
         "memeval.gate",
+        "memeval.gate_view",
+        "memeval.baseline",
+        "memeval.provenance",
+        "memeval.freshness",
+        "memeval.noise",
         "memeval.compare",
         "memeval.junit",
         "memeval.tracing.annotations",

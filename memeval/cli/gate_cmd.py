@@ -33,10 +33,11 @@ def gate_command(
         typer.Option("--write-baseline", metavar="FILE", help="Save this run's metrics as JSON."),
     ] = None,
 ) -> None:
-    """Print metric deltas against a baseline; exit 1 when a pass rate regressed."""
-    from rich.console import Console
-
-    from memeval.gate import check_gate, gate_config, gate_table, write_baseline
+    """Print what differs from the baseline's run and the metric deltas; exit 1 when a pass
+    rate dropped beyond what the baseline's spread explains."""
+    from memeval.baseline import baseline_warnings, write_baseline
+    from memeval.gate import check_gate, gate_config
+    from memeval.gate_view import print_gate
     from memeval.junit import write_junit
     from memeval.rundir.saved import SavedRun
 
@@ -45,15 +46,20 @@ def gate_command(
         raise ConfigError(
             "give --baseline B (a run directory or baseline JSON), --junit or --write-baseline FILE"
         )
-    results = SavedRun.open(run_dir).graded()
+    run = SavedRun.open(run_dir)
+    results = run.graded()
+    report = None
+    if baseline is not None:
+        report = check_gate(results, baseline, config, fingerprint=run.info.fingerprint)
     if junit is not None:
-        typer.echo(f"junit: {write_junit(results, junit)}")
+        typer.echo(f"junit: {write_junit(results, junit, report)}")
     if write_baseline_to is not None:
-        typer.echo(f"baseline: {write_baseline(results, write_baseline_to)}")
-    if baseline is None:
+        typer.echo(f"baseline: {write_baseline(run, write_baseline_to)}")
+        for warning in baseline_warnings(run):
+            typer.echo(f"note: {warning}", err=True)
+    if report is None:
         return
-    report = check_gate(results, baseline, config)
-    Console().print(gate_table(report))
+    print_gate(report)
     if report.regressions:
         names = ", ".join(f"{d.scenario} {d.metric}" for d in report.regressions)
         typer.echo(f"regression: {names}", err=True)

@@ -75,12 +75,28 @@ def run_command(
     alpha: Annotated[float, typer.Option(help="Gate: significance of a pass-rate drop.")] = 0.05,
     max_drop: Annotated[float, typer.Option(help="Gate: tolerated pass-rate drop (0..1).")] = 0.0,
     progress: Annotated[bool, typer.Option(help="Show live progress.")] = True,
+    async_memory: Annotated[
+        bool,
+        typer.Option(
+            "--async-memory",
+            help="Start the next turn as soon as the agent has answered, while the previous "
+            "memory update runs (as in production); the report shows stale reads.",
+        ),
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            metavar="I/N",
+            help="Run only the I-th of N disjoint slices of the units; join with memeval merge.",
+        ),
+    ] = None,
 ) -> None:
     """Replay scenarios and write reports/<run-id>/ (run.json, events.jsonl, snapshots/,
     tables, report.html); print a summary table and the report's path."""
     from memeval.finish import finish_run, print_summary
     from memeval.gate import gate_config
     from memeval.models.spec import parse_spec
+    from memeval.rundir.shard import parse_shard
     from memeval.runner import RunOptions, run
 
     gate = gate_config(alpha, max_drop)  # bad thresholds fail before the run, not after
@@ -114,6 +130,8 @@ def run_command(
         project=project,
         argv=sys.argv[1:],
         progress=progress,
+        async_memory=async_memory,
+        shard=parse_shard(shard) if shard is not None else None,
     )
     outcome = run(options)
     done = asyncio.run(
@@ -131,6 +149,12 @@ def run_command(
     print_summary(done)
     if outcome.info.models and all(spec == "fake" for spec in outcome.info.models.values()):
         typer.echo("note: every role ran on `fake`, a stand-in that is not a model")
+    sliced = outcome.info.shard
+    if sliced is not None:
+        typer.echo(
+            f"shard {sliced.index}/{sliced.count}: {len(outcome.info.units)} of "
+            f"{len(sliced.planned)} units; join every shard with `memeval merge`"
+        )
     typer.echo(f"run directory: {outcome.run_dir}")
     typer.echo(f"report: {done.report}")
     if done.junit is not None:

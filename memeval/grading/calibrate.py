@@ -20,7 +20,7 @@ from memeval.grading.judge import DEFAULT_TIMEOUT_S, JudgeStrategy
 from memeval.grading.judge_strategies import strategy_for
 from memeval.models.base import ChatModel
 from memeval.rundir.record import ToolCallRecord, TurnRecord
-from memeval.rundir.results import JudgeCalibration, JudgeResult, MisjudgedControl, Verdict
+from memeval.rundir.results import ControlJudgement, JudgeCalibration, JudgeResult, Verdict
 from memeval.scenario.schema import ControlAnswer, ResolvedScenario, ResolvedSession, TurnSpec
 from memeval.tools import FixtureTools
 
@@ -153,37 +153,20 @@ async def calibrate(
 def judge_calibration(
     results: Iterable[ControlResult], model: str = "", strategy: str = ""
 ) -> JudgeCalibration:
-    """The judge's accuracy, precision on fail and could-not-grade count over `results`."""
-    summary = JudgeCalibration(model=model, strategy=strategy)
-    questions: set[tuple[str, str]] = set()
-    for result in results:
-        judged = result.judge
-        if judged is None:
-            continue
-        control = result.control
-        questions.add((control.scenario, control.turn.id))
-        summary.controls += 1
-        right = result.judge_right
-        if right is None:
-            summary.could_not_grade += 1
-        elif right:
-            summary.correct += 1
-        if judged.verdict in ("fail", "not-attempted"):
-            summary.said_fail += 1
-            summary.said_fail_right += control.known == "fail"
-        summary.not_attempted += judged.verdict == "not-attempted"
-        if not right:
-            summary.misjudged.append(
-                MisjudgedControl(
-                    scenario=control.scenario,
-                    turn=control.turn.id,
-                    known=control.known,
-                    index=control.index,
-                    judge=judged.verdict,
-                )
-            )
-    summary.questions = len(questions)
-    return summary
+    """The judge's verdict on every control it was asked about, against the known verdict
+    (accuracy, precision on fail and could-not-grade are derived from these)."""
+    judged = [
+        ControlJudgement(
+            scenario=r.control.scenario,
+            turn=r.control.turn.id,
+            known=r.control.known,
+            index=r.control.index,
+            judge=r.judge.verdict,
+        )
+        for r in results
+        if r.judge is not None
+    ]
+    return JudgeCalibration(model=model, strategy=strategy, judged=judged)
 
 
 @dataclass

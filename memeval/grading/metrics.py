@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import pandas as pd
 
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import Latency, Ratio, ScenarioMetrics, TurnVerdicts
+from memeval.rundir.staleness import Freshness, TurnKey
 
 
 def scenario_metrics(
@@ -16,6 +17,7 @@ def scenario_metrics(
     records: Sequence[TurnRecord],
     verdicts: Sequence[TurnVerdicts],
     agreement: Ratio | None = None,
+    freshness: Mapping[TurnKey, Freshness] | None = None,
 ) -> ScenarioMetrics:
     m = ScenarioMetrics(
         scenario=scenario,
@@ -34,8 +36,15 @@ def scenario_metrics(
             m.questions_not_attempted += v.question.not_attempted
     plain: list[float] = []
     compacted: list[float] = []
+    lags: list[float] = []
     calls = tokens = 0
     for r in records:
+        fresh = (freshness or {}).get((r.scenario, r.repeat, r.turn))
+        if fresh is not None and fresh.read:
+            m.memory_reads += 1
+            m.stale_reads += fresh.stale
+        if "lag_s" in r.timings:
+            lags.append(r.timings["lag_s"])
         status, compaction = r.update.status, r.update.compaction
         m.dropped_writes += status == "dropped-over-cap"
         m.rejected_updates += status == "rejected-after-retries"
@@ -55,6 +64,7 @@ def scenario_metrics(
         m.tokens_per_turn = tokens / len(records)
     m.pipeline_latency = _latency(plain)
     m.pipeline_latency_compaction = _latency(compacted)
+    m.update_lag = _latency(lags)
     m.wall_s = _wall_seconds(records)
     return m
 

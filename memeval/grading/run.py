@@ -44,6 +44,7 @@ from memeval.rundir.results import (
     Verdict,
 )
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import run_freshness
 from memeval.scenario.schema import ResolvedScenario
 
 JudgeKey = tuple[str, int, str, str]  # (scenario, repeat, turn, "question" | "write")
@@ -142,9 +143,12 @@ async def grade_run(
     for verdicts in results.turns:
         compose(verdicts)
     agreement = human.agreement(results.turns)
+    freshness = run_freshness(run)
     for name, records in by_scenario.items():
         mine = [t for t in results.turns if t.scenario == name]
-        results.metrics.append(scenario_metrics(name, records, mine, agreement.get(name)))
+        results.metrics.append(
+            scenario_metrics(name, records, mine, agreement.get(name), freshness)
+        )
     return results
 
 

@@ -8,8 +8,10 @@ call made no request, so it costs 0; the embedded model and `fake` have no USD p
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 from memeval.models.base import CallRecord, ChatModel, ChatResponse, Message
 from memeval.models.fake import FAKE_NAME
@@ -67,6 +69,40 @@ def total_cost(records: Sequence[CallRecord]) -> float | None:
     return sum(c for c in costs if c is not None)
 
 
+class CallSink(Protocol):
+    """Where RecordingModel puts each CallRecord (a plain list will do)."""
+
+    def append(self, record: CallRecord, /) -> None: ...
+
+
+class TurnCalls:
+    """A scenario repeat's call sink that files each call under the turn that made it.
+
+    `turn()` sets the turn's own list in a context variable; an update task started inside it
+    inherits that context, so calls of an update still running when the next turn has begun
+    (`--async-memory`) count for their own turn, not for whichever turn is current.
+    """
+
+    def __init__(self) -> None:
+        self._current: ContextVar[list[CallRecord] | None] = ContextVar(
+            f"memeval-turn-calls-{id(self)}", default=None
+        )
+        self.outside: list[CallRecord] = []  # calls made outside any turn (none expected)
+
+    def append(self, record: CallRecord, /) -> None:
+        current = self._current.get()
+        (self.outside if current is None else current).append(record)
+
+    @contextmanager
+    def turn(self) -> Iterator[list[CallRecord]]:
+        calls: list[CallRecord] = []
+        token = self._current.set(calls)
+        try:
+            yield calls
+        finally:
+            self._current.reset(token)
+
+
 class RecordingModel:
     """Wraps a model for one role and appends a CallRecord to `sink` for every call.
 
@@ -74,7 +110,7 @@ class RecordingModel:
     failure means, accounting only makes sure it is never silent.
     """
 
-    def __init__(self, inner: ChatModel, role: str, sink: list[CallRecord]) -> None:
+    def __init__(self, inner: ChatModel, role: str, sink: CallSink) -> None:
         self.inner = inner
         self.role = role
         self.sink = sink

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memeval.models.accounting import RecordingModel
+from memeval.models.accounting import CallSink, RecordingModel
 from memeval.models.adapter import as_memory_model
-from memeval.models.base import CallRecord, ChatModel
+from memeval.models.base import ChatModel
 from memeval.models.cache import CachedModel, ResponseCache
 from memeval.models.registry import build_model
 from memeval.models.spec import ModelSpec
@@ -42,7 +42,7 @@ class ModelPool:
         return self._instances[spec]
 
     def for_unit(
-        self, roles: Iterable[str], repeat: int, sink: list[CallRecord], tracing: Any
+        self, roles: Iterable[str], repeat: int, sink: CallSink, tracing: Any
     ) -> dict[str, ChatModel]:
         models: dict[str, ChatModel] = {}
         for role in roles:

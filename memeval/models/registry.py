@@ -3,6 +3,7 @@ about each (back end, exact weights, endpoint; never a key)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 from collections.abc import Mapping
@@ -87,7 +88,23 @@ def describe(spec: ModelSpec) -> dict[str, Any]:
         "weights_packages": f"{info.package}-part1..{info.parts}=={info.version}",
         "n_ctx": N_CTX,
         "threads": local_threads(),
+        **_batch_sizes(),
         "llama_cpp_python": _version("llama-cpp-python"),
+    }
+
+
+def _batch_sizes() -> dict[str, int]:
+    """The logical and physical batch sizes llama.cpp evaluates prompts with (Llama's own
+    defaults: the embedded back end does not set them). They shape the numerics."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return {}
+    parameters = inspect.signature(Llama.__init__).parameters
+    return {
+        name: parameters[name].default
+        for name in ("n_batch", "n_ubatch")
+        if name in parameters and isinstance(parameters[name].default, int)
     }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from memeval.report.diff import FileDiff, file_diff
 from memeval.rundir.record import ModelCall, TurnRecord
 from memeval.rundir.results import HumanGrade, TurnVerdicts
+from memeval.rundir.staleness import Freshness
 from memeval.rundir.update import AttemptRecord, CompactionRecord, SafetyRecord
 from memeval.scenario.schema import Expect, Question
 
@@ -93,6 +94,15 @@ class Card:
     trace_url: str | None = None
     losses: list[dict[str, Any]] = field(default_factory=list)  # facts this turn removed
     memory_key: str | None = None  # key of memory_context in the page's shared JSON
+    # --async-memory: earlier turns whose update was in flight when memory was read, those
+    # of them that changed memory (the read missed them), and when this update landed
+    in_flight: tuple[str, ...] = ()
+    missed: tuple[str, ...] = ()
+    lag_s: float | None = None
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.missed)
 
     @property
     def failing(self) -> bool:
@@ -117,6 +127,7 @@ def build_card(
     after: str,
     verdicts: TurnVerdicts | None,
     trace_url: str | None,
+    freshness: Freshness | None = None,
 ) -> Card:
     """Assemble the card for one turn; `before`/`after` are the file around this turn."""
     update = rec.update
@@ -162,6 +173,9 @@ def build_card(
         question=rec.question,
         verdicts=verdicts,
         trace_url=trace_url,
+        in_flight=freshness.in_flight if freshness is not None else (),
+        missed=freshness.missed if freshness is not None else (),
+        lag_s=rec.timings.get("lag_s"),
     )
     card.grades = _grade_targets(rec, verdicts)
     return card

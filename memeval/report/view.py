@@ -18,6 +18,7 @@ from memeval.report.links import phoenix_base, phoenix_link
 from memeval.rundir.record import RunInfo, TurnRecord
 from memeval.rundir.results import JudgeCalibration, RunResults, ScenarioMetrics
 from memeval.rundir.saved import SavedRun
+from memeval.rundir.staleness import unit_freshness
 from reference_memory import CAP, TARGET, TRIGGER
 
 SIZE_LINES = [
@@ -151,7 +152,8 @@ def _unit(
     cards: list[Card] = []
     befores: dict[int, str] = {}
     previous: str | None = None
-    for rec in recs:
+    freshness = unit_freshness(recs, saved.shown_snapshot)
+    for rec, fresh in zip(recs, freshness, strict=True):
         after = saved.shown_snapshot(rec)
         before = previous if previous is not None else rec.update.file_before
         befores[rec.index] = before
@@ -159,7 +161,13 @@ def _unit(
         link = phoenix_link(base, rec.trace_id, rec.span_id)
         cards.append(
             build_card(
-                rec, unit=anchor, before=before, after=after, verdicts=verdicts, trace_url=link
+                rec,
+                unit=anchor,
+                before=before,
+                after=after,
+                verdicts=verdicts,
+                trace_url=link,
+                freshness=fresh,
             )
         )
         previous = after

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from memeval.errors import RunDirError
+from memeval.rundir.fingerprint import Fingerprint
 from memeval.rundir.update import PipelineCall, Record, UpdateRecord
 from memeval.scenario.schema import Expect, Question, ResolvedScenario
 from reference_memory.turn import Turn
@@ -40,6 +41,8 @@ class RunConfig(Record):
     store: Literal["sqlite", "postgresql"] = "sqlite"
     agent: str = "chat"  # "chat" (the built-in agent) or the --agent package.module:factory
     roles: list[str] = Field(default_factory=list)  # the model roles this memory system uses
+    # the next turn started as soon as the agent answered, while the update ran (--async-memory)
+    async_memory: bool = False
 
 
 class UnitRef(Record):
@@ -47,6 +50,23 @@ class UnitRef(Record):
 
     scenario: str
     repeat: int = 0
+
+
+class ShardInfo(Record):
+    """This run directory holds one slice of a planned run (`--shard I/N`): `RunInfo.units` is
+    the slice, `planned` the whole run's units in plan order (what `memeval merge` rebuilds)."""
+
+    index: int  # 1-based
+    count: int
+    planned: list[UnitRef] = Field(default_factory=list)
+
+
+class MergedShard(Record):
+    """One shard a merged run was joined from."""
+
+    run_id: str
+    index: int
+    count: int
 
 
 class PhoenixTarget(Record):
@@ -74,8 +94,13 @@ class RunInfo(Record):
     scenario_hashes: dict[str, str] = Field(default_factory=dict)  # scenario file -> sha256
     scenarios: dict[str, ResolvedScenario] = Field(default_factory=dict)
     units: list[UnitRef] = Field(default_factory=list)  # planned, in order
+    shard: ShardInfo | None = None  # a `--shard I/N` slice of a larger run
+    merged_from: list[MergedShard] = Field(default_factory=list)  # `memeval merge` output
     phoenix: PhoenixTarget | None = None  # when traced
     error: str | None = None
+    # hashes of the code, prompts, scenarios, models and settings behind the verdicts (runs
+    # made before memeval recorded one have none)
+    fingerprint: Fingerprint | None = None
 
     def title(self, scenario: str) -> str:
         found = self.scenarios.get(scenario)
@@ -126,12 +151,16 @@ class TurnRecord(Record):
     answer: str | None = None  # the agent's final reply on eval turns
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     memory_context: str | None = None  # what was injected for this turn
+    # turn ids of earlier turns of this unit whose memory update had not landed when this
+    # turn's memory was read (only under --async-memory; see rundir/staleness.py)
+    pending_at_read: list[str] = Field(default_factory=list)
     expect: Expect | None = None
     question: Question | None = None
     update: UpdateRecord = Field(default_factory=UpdateRecord)
     snapshot: str = ""  # path relative to the run directory
     file_chars: int = 0
-    timings: dict[str, float] = Field(default_factory=dict)  # agent_s, update_s, turn_s
+    # agent_s, update_s, turn_s; under --async-memory also lag_s (answer -> update landed)
+    timings: dict[str, float] = Field(default_factory=dict)
     calls: list[ModelCall] = Field(default_factory=list)  # every role's calls
     agent_error: str | None = None
     trace_id: str | None = None

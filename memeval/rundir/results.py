@@ -95,6 +95,7 @@ class TurnVerdicts(BaseModel):
 
     scenario: str
     repeat: int = 0
+    system: str | None = None  # the memory system, when the run compares several
     index: int
     turn: str
     session: str
@@ -164,9 +165,11 @@ class Latency(BaseModel):
 
 
 class ScenarioMetrics(BaseModel):
-    """Per-scenario numbers, pooled over repeats (the gate compares these)."""
+    """Per-scenario numbers, pooled over repeats (the gate compares these); in a run of several
+    memory systems, one row per (scenario, system)."""
 
     scenario: str
+    system: str | None = None  # the memory system, when the run compares several
     repeats: int = 1
     turns: int = 0
     write_match: Ratio = Field(default_factory=Ratio)
@@ -187,35 +190,78 @@ class ScenarioMetrics(BaseModel):
     pipeline_latency_compaction: Latency = Field(default_factory=Latency)  # turns with one
     wall_s: float = 0.0
     judge_human_agreement: Ratio | None = None  # when both a judge and a human graded
+    # --async-memory: turns that read memory, reads that missed an update still in flight,
+    # and how long after the agent's answer each update landed (empty without async memory)
+    memory_reads: int = 0
+    stale_reads: int = 0
+    update_lag: Latency = Field(default_factory=Latency)
+
+    @property
+    def label(self) -> str:
+        """`book-summary`, or `book-summary · retrieval` in a run of several systems."""
+        return self.scenario if self.system is None else f"{self.scenario} · {self.system}"
 
 
-class MisjudgedControl(BaseModel):
-    """A control answer the judge got wrong (or could not grade)."""
+class ControlJudgement(BaseModel):
+    """The judge's verdict on one control answer (`index` in the question's `known` list)."""
 
     scenario: str
     turn: str
     known: Literal["pass", "fail"]
-    index: int  # position in the question's `pass` or `fail` list
+    index: int
     judge: JudgeVerdict
+
+    @property
+    def right(self) -> bool | None:
+        """None when the judge could not grade it; "fail" and "not-attempted" are both right
+        on a known-fail control."""
+        if self.judge == "error":
+            return None
+        return self.judge == "pass" if self.known == "pass" else self.judge != "pass"
 
 
 class JudgeCalibration(BaseModel):
     """The judge's verdicts on the control answers of a set of questions, against their known
-    verdicts. A "fail" or "not-attempted" verdict on a known-fail control is right; "error"
-    counts as could-not-grade and is left out of accuracy."""
+    verdicts; every count is derived from `judged`, so shards of a run merge by union."""
 
     model: str = ""
     strategy: str = ""
-    questions: int = 0  # questions whose controls were judged
-    controls: int = 0
-    correct: int = 0
-    could_not_grade: int = 0
-    said_fail: int = 0  # judged fail or not-attempted
-    said_fail_right: int = 0  # ... on a known-fail control
-    not_attempted: int = 0
-    misjudged: list[MisjudgedControl] = Field(default_factory=list)
+    judged: list[ControlJudgement] = Field(default_factory=list)
 
     LOW_TRUST_BELOW: ClassVar[float] = 0.9
+
+    @property
+    def questions(self) -> int:
+        return len({(j.scenario, j.turn) for j in self.judged})
+
+    @property
+    def controls(self) -> int:
+        return len(self.judged)
+
+    @property
+    def correct(self) -> int:
+        return sum(j.right is True for j in self.judged)
+
+    @property
+    def could_not_grade(self) -> int:
+        return sum(j.right is None for j in self.judged)
+
+    @property
+    def said_fail(self) -> int:
+        return sum(j.judge in ("fail", "not-attempted") for j in self.judged)
+
+    @property
+    def said_fail_right(self) -> int:
+        return sum(j.judge in ("fail", "not-attempted") and j.known == "fail" for j in self.judged)
+
+    @property
+    def not_attempted(self) -> int:
+        return sum(j.judge == "not-attempted" for j in self.judged)
+
+    @property
+    def misjudged(self) -> list[ControlJudgement]:
+        """The controls the judge got wrong or could not grade."""
+        return [j for j in self.judged if j.right is not True]
 
     @property
     def graded(self) -> int:
@@ -234,6 +280,20 @@ class JudgeCalibration(BaseModel):
         """Judge verdicts are low-trust when the judge got under 90% of the controls right
         (or could grade none)."""
         return self.accuracy is None or self.accuracy < self.LOW_TRUST_BELOW
+
+
+def merge_calibrations(parts: list[JudgeCalibration | None]) -> JudgeCalibration | None:
+    """One calibration from several (shards of a run): the union of their judged controls."""
+    given = [p for p in parts if p is not None]
+    if not given:
+        return None
+    seen: dict[tuple[str, str, str, int], ControlJudgement] = {}
+    for part in given:
+        for j in part.judged:
+            seen.setdefault((j.scenario, j.turn, j.known, j.index), j)
+    return JudgeCalibration(
+        model=given[0].model, strategy=given[0].strategy, judged=list(seen.values())
+    )
 
 
 class RunResults(BaseModel):

@@ -167,6 +167,7 @@ def build(scenario: Scenario, included: list[Included], path: str) -> ResolvedSc
             kind=own.kind,
             title=own.title,
             reference_memory=own.reference_memory,
+            think_time_s=own.think_time_s,
             tools=tools,
             turns=[t.model_copy(deep=True) for t in own.turns],
         )

@@ -149,6 +149,17 @@ class Session(Strict):
     reference_memory: str | None = Field(
         None, description="Eval sessions: the file a good pipeline would hold at the start."
     )
+    think_time_s: float = Field(
+        0.0,
+        ge=0,
+        strict=True,
+        allow_inf_nan=False,
+        description=(
+            "Seconds the user takes between this session's turns, from the agent's answer to"
+            " the next message (0 = back-to-back). Matters under --async-memory, where the"
+            " next turn may read memory before the previous turn's update has landed."
+        ),
+    )
     turns: list[TurnSpec] = Field(min_length=1)
 
 
@@ -192,6 +203,7 @@ class ResolvedSession(BaseModel):
     kind: Literal["seed", "eval"]
     title: str = ""
     reference_memory: str | None = None
+    think_time_s: float = 0.0  # the user's pause between turns (used under --async-memory)
     tools: list[Tool] = Field(default_factory=list)  # the fixture tools live turns may call
     turns: list[TurnSpec]
 

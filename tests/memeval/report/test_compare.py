@@ -124,3 +124,24 @@ def test_cli_report_on_a_non_run_directory_is_one_line_exit_2(tmp_path: Path) ->
     assert result.output.strip().splitlines() == [
         f"error: {tmp_path}: not a run directory (no run.json); pass reports/<run-id>"
     ]
+
+
+def test_other_numbers_of_repeats_with_the_same_outcomes_are_no_flip(tmp_path: Path) -> None:
+    def run(root: Path, kept: list[bool]) -> Path:
+        builder = RunDirBuilder(root)
+        sc = builder.scenario("tiny", facts={"seventy": {"match": ["70 rows"]}})
+        for repeat, keep in enumerate(kept):
+            file = memory(Conventions=["- 70 rows"]) if keep else None
+            sc.turn("t1", repeat=repeat, file=file, expect={"records": ["seventy"]})
+        return graded(builder.write())
+
+    four = run(tmp_path / "four", [True, False, True, False])
+    two = run(tmp_path / "two", [True, False])
+    always = run(tmp_path / "always", [True] * 5)
+    thrice = run(tmp_path / "thrice", [True] * 3)
+    assert compare_runs(SavedRun.open(four), SavedRun.open(two)).flips == []
+    assert compare_runs(SavedRun.open(always), SavedRun.open(thrice)).flips == []
+    (flip,) = compare_runs(SavedRun.open(four), SavedRun.open(thrice)).flips
+    assert flip.direction == "fixed" and flip.a.flaky and not flip.b.flaky
+    shown = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["compare", str(four), str(thrice)])
+    assert "fixed (flaky in A)" in shown.stdout

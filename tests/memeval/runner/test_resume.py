@@ -3,6 +3,7 @@ never interrupted."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -88,3 +89,37 @@ def test_resuming_a_complete_run_is_a_one_line_error(tmp_path: Path) -> None:
     assert again.wait(timeout=60) == 2
     err = again.stderr.read().decode() if again.stderr else ""
     assert err.strip().count("\n") == 0 and "already complete" in err
+
+
+def test_sigkill_under_async_memory_then_resume_keeps_one_chain(tmp_path: Path) -> None:
+    """Killed while several updates were in flight: the journal is a prefix of the turns, and
+    the resumed run continues from its last line, each update reading what the one before
+    left (the store is rewound past any write whose journal line was lost)."""
+    args = ("book-summary", "--memory", PLUGIN, "--model", "fake", "--no-judge")
+    killed = memeval(*args, "--async-memory", out=tmp_path)
+    deadline = time.monotonic() + 120
+    run_dir: Path | None = None
+    while time.monotonic() < deadline:
+        dirs = list(tmp_path.glob("*/events.jsonl"))
+        if dirs and sum(1 for _ in dirs[0].open()) >= 7:
+            run_dir = dirs[0].parent
+            break
+        time.sleep(0.02)
+    assert run_dir is not None, "the run never got going"
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    partial = read_events(run_dir)
+    assert [e.index for e in partial] == list(range(len(partial)))  # a prefix, in order
+
+    resumed = memeval("--resume", str(run_dir), out=tmp_path)
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read() if resumed.stderr else ""
+    info = read_run(run_dir)
+    assert info.status == "complete" and info.config.async_memory
+    events = read_events(run_dir)
+    total = len(info.scenarios["book-summary"].turn_ids())
+    assert [e.index for e in events] == list(range(total))  # each turn journaled once
+    for before, after in itertools.pairwise(events):
+        assert after.update.file_before == (run_dir / before.snapshot).read_text()
+    written = sum(e.update.status == "written" for e in events)
+    final = (run_dir / events[-1].snapshot).read_text()
+    assert final.count("- note ") == written > len(partial)
