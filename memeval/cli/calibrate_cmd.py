@@ -43,8 +43,7 @@ def calibrate_command(
         bool, typer.Option("--no-cache", help="Bypass the response cache.")
     ] = False,
 ) -> None:
-    """Grade every control answer of the questions with the deterministic checks and the
-    judge; print a table per question, the judge's accuracy and precision on fail."""
+    """Grade every control answer with the checks and the judge; exit 1 on a defect."""
     from memeval.grading.calibrate import load_controls, run_calibration
 
     if not targets:
