@@ -83,7 +83,7 @@ class ClausesJudge:
 
     def input_hash(self, record: TurnRecord, criterion: str, check: Verdict | None) -> str:
         blob = json.dumps(
-            [self.name, _system(), _material(record), [c.text for c in clauses(criterion)]],
+            [self.name, _system(), _material(record), [_asked(c) for c in clauses(criterion)]],
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -124,8 +124,7 @@ class ClausesJudge:
             if await ask(ATTEMPT_SCHEMA) != "attempts":
                 return finish("not-attempted", "the answer declines, does not know or asks back")
             for clause in clauses(criterion):
-                asked = render_prompt("judge_clause.j2", clause=clause.text, negated=clause.negated)
-                chat.append({"role": "user", "content": asked})
+                chat.append({"role": "user", "content": _asked(clause)})
                 said = await ask(YES_NO_SCHEMA)
                 if (said == "yes") == clause.negated:
                     why = "does" if clause.negated else "does not meet"
@@ -153,6 +152,10 @@ def _field(content: str, schema: dict[str, Any]) -> str:
     if value not in allowed:
         raise ValueError(f"judge answer {value!r} is not one of {allowed}")
     return str(value)
+
+
+def _asked(clause: Clause) -> str:
+    return render_prompt("judge_clause.j2", clause=clause.text, negated=clause.negated)
 
 
 def _system() -> str:
