@@ -4,10 +4,10 @@ Built for small embedded models, which grade a whole criterion in one go poorly 
 rejected right answers that named "PR #4812" or "Marco Rossi"). The static instructions and
 worked examples come first, then the material (memory first: it is shared by every question
 of a session, so llama.cpp's prefix cache serves it), with what the deterministic checks found
-in the answer. The model first says whether the answer attempts the task at all (declining,
-not knowing or only asking back is "not-attempted"), then answers yes/no for each part of the
-criterion; the verdict is pass only when every part is met. Code splits the criterion and
-turns "an answer that X fails" into the question "does it X?" whose yes fails.
+in the answer. The model answers yes/no for each part of the criterion; the verdict is pass
+only when every part is met. When a part is not met, one more question tells a fail from an
+answer that did not attempt the task (declined, did not know, only asked back). Code splits
+the criterion and turns "an answer that X fails" into the question "does it X?" (yes fails).
 """
 
 from __future__ import annotations
@@ -121,12 +121,15 @@ class ClausesJudge:
             return JudgeResult(verdict=verdict, reason=reason, latency_s=seconds, **base, **usage)
 
         try:
-            if await ask(ATTEMPT_SCHEMA) != "attempts":
-                return finish("not-attempted", "the answer declines, does not know or asks back")
             for clause in clauses(criterion):
                 chat.append({"role": "user", "content": _asked(clause)})
                 said = await ask(YES_NO_SCHEMA)
                 if (said == "yes") == clause.negated:
+                    # a fail either way; the attempt question only labels it (asked first, the
+                    # 1.5B called most right answers "declines": README, the judge)
+                    chat.append({"role": "user", "content": render_prompt("judge_attempt.j2")})
+                    if await ask(ATTEMPT_SCHEMA) != "attempts":
+                        return finish("not-attempted", "the answer declines or asks back")
                     why = "does" if clause.negated else "does not meet"
                     return finish("fail", f"the answer {why}: {clause.text}")
         except TimeoutError:

@@ -66,7 +66,7 @@ def a(value: str) -> str:
 
 
 def test_every_part_met_and_the_fail_condition_absent_is_a_pass() -> None:
-    verdict, _, model = judge([a("attempts"), a("yes"), a("yes"), a("no")])
+    verdict, _, model = judge([a("yes"), a("yes"), a("no")])
     assert verdict == "pass" and model.remaining == 0
     material = model.requests[0].messages[1]["content"]
     assert "answer_matches[0]: matched '0.648'" in material  # the checks' findings are shown
@@ -75,24 +75,25 @@ def test_every_part_met_and_the_fail_condition_absent_is_a_pass() -> None:
 
 
 def test_a_part_not_met_fails_and_says_which() -> None:
-    verdict, reason, model = judge([a("attempts"), a("yes"), a("no")])
+    verdict, reason, model = judge([a("yes"), a("no"), a("attempts")])
     assert verdict == "fail" and "cites the 0.90 bar" in reason
-    assert model.remaining == 0  # stops at the first unmet part
+    assert model.remaining == 0  # stops at the first unmet part, then asks the attempt question
+    assert "attempt the task" in model.requests[-1].last_user
 
 
 def test_the_negated_condition_met_fails() -> None:
-    verdict, reason, _ = judge([a("attempts"), a("yes"), a("yes"), a("yes")])
+    verdict, reason, _ = judge([a("yes"), a("yes"), a("yes"), a("attempts")])
     assert verdict == "fail" and "reports 0.80" in reason
 
 
 def test_a_declined_answer_is_not_attempted() -> None:
-    verdict, _, model = judge([a("declines or asks back")], answer="I don't know.")
+    verdict, _, model = judge([a("no"), a("declines or asks back")], answer="I don't know.")
     assert verdict == "not-attempted" and model.remaining == 0
 
 
 @pytest.mark.parametrize("bad", ['{"answer": "maybe"}', "not json", ModelError("down")])
 def test_an_unusable_answer_is_an_error_never_a_guess(bad: Any) -> None:
-    verdict, error, _ = judge([a("attempts"), bad])
+    verdict, error, _ = judge([a("yes"), bad])
     assert verdict == "error" and error
 
 
