@@ -22,7 +22,7 @@ from memeval.rundir.merge import merge_shards
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults
 from memeval.rundir.saved import SavedRun
-from memeval.summary import summary_line, summary_table
+from memeval.summary import judge_trust_line, summary_line, summary_table
 from memeval.tracing.spans import setup_tracing
 
 
@@ -47,6 +47,7 @@ async def finish_run(
     baseline: Path | None = None,
     gate: GateConfig | None = None,
     progress: bool = False,
+    judge_strategy: str | None = None,
 ) -> Finished:
     run = SavedRun.open(run_dir)
     info = run.info
@@ -79,6 +80,7 @@ async def finish_run(
                 judge_writes=judge_writes,
                 judge_scope=lambda record: tracing.under(record.trace_id, record.span_id),
                 on_judged=judged,
+                strategy=judge_strategy,
             )
     finally:
         if pool is not None:
@@ -114,5 +116,8 @@ def print_summary(done: Finished, console: Console | None = None) -> None:
         console.print(summary_table(done.results))
     for metrics in done.results.metrics:
         console.print(f"[bold]{metrics.scenario}[/]: {summary_line(metrics)}")
+    trust = judge_trust_line(done.results)
+    if trust:
+        console.print(trust, markup=False)
     if done.gate is not None:
         print_gate(done.gate, console)

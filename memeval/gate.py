@@ -52,7 +52,14 @@ from memeval.rundir.results import Ratio, RunResults, ScenarioMetrics
 __all__ = ["Baseline", "GateConfig", "GateReport", "check_gate", "compare", "fisher_one_sided"]
 
 GATED = ("write_match", "memory_dependent", "memory_corruptible")
-INFO = ("compactions", "dropped_writes", "blocked_ops", "model_calls_per_turn", "tokens_per_turn")
+INFO = (
+    "questions_not_attempted",  # fails where the answer declined or asked back (judge)
+    "compactions",
+    "dropped_writes",
+    "blocked_ops",
+    "model_calls_per_turn",
+    "tokens_per_turn",
+)
 Status = Literal["ok", "regression", "improved", "missing", "new", "info"]
 Test = Literal["strict", "check+repeat", "check", "pooled"]
 

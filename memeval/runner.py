@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.agent import Agent, ChatAgent
+from memeval.control_agent import ControlAgent, control_kind, is_control_spec
 from memeval.errors import ConfigError, RunDirError
 from memeval.models.accounting import TurnCalls
 from memeval.models.base import ChatModel
@@ -96,7 +97,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
     names = [s.name for s in scenarios]
     if len(set(names)) != len(names):
         raise ConfigError(f"scenario named twice: {', '.join(names)}")
-    roles = needed_roles(options.memory)
+    roles = needed_roles(options.memory, options.agent)
     given = options.chat_models
     specs = {
         role: spec
@@ -108,7 +109,9 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
     for role in roles:  # a missing key or weights package fails now, before anything is written
         if role not in given:
             build_model(specs[role])
-    if options.agent:
+    if is_control_spec(options.agent):
+        control_kind(options.agent or "")
+    elif options.agent:
         load_attr(options.agent, "--agent")
     run_id = new_run_id(names, options.memory)
     planned = [UnitRef(scenario=s.name, repeat=k) for s in scenarios for k in range(options.repeat)]
@@ -165,8 +168,9 @@ def _result_settings(info: RunInfo) -> dict[str, str]:
     return settings | {f"{name} strategy": value for name, value in info.strategies.items()}
 
 
-def needed_roles(memory: str) -> list[str]:
-    roles = ["agent"]
+def needed_roles(memory: str, agent: str | None = None) -> list[str]:
+    """The model roles a run uses: the control agent calls no model."""
+    roles = [] if is_control_spec(agent) else ["agent"]
     if memory in PIPELINE_SYSTEMS or ":" in memory:
         roles += ["summarizer", "updater", "safety", "compactor"]
     return [*roles, "judge"]
@@ -275,7 +279,7 @@ async def _run_unit(
             scenario=scenario,
             repeat=repeat,
             system=TracedMemorySystem(system, tracing),
-            agent=_build_agent(info.config.agent, chat["agent"]),
+            agent=_build_agent(info.config.agent, chat.get("agent"), scenario, repeat),
             key=key,
             calls=sink,
             tracing=tracing,
@@ -317,7 +321,13 @@ def strategy_objects(strategies: dict[str, str]) -> dict[str, Any]:
     return objects
 
 
-def _build_agent(spec: str, model: ChatModel) -> Agent:
+def _build_agent(
+    spec: str, model: ChatModel | None, scenario: ResolvedScenario, repeat: int
+) -> Agent:
+    if is_control_spec(spec):
+        return ControlAgent(scenario, control_kind(spec), repeat)
+    if model is None:
+        raise ConfigError(f"--agent {spec!r} needs the agent model, which run.json lacks")
     if spec == "chat":
         return ChatAgent(model)
     target = load_attr(spec, "--agent")

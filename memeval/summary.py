@@ -22,6 +22,8 @@ def summary_line(m: ScenarioMetrics) -> str:
     ]
     if m.questions_error:
         parts.insert(3, f"question errors {m.questions_error}")
+    if m.questions_not_attempted:
+        parts.insert(3, f"not attempted {m.questions_not_attempted}")
     if m.questions_ungraded:
         parts.insert(3, f"ungraded questions {m.questions_ungraded}")
     if m.judge_human_agreement is not None:
@@ -30,6 +32,22 @@ def summary_line(m: ScenarioMetrics) -> str:
         parts.append(f"stale reads {m.stale_reads}/{m.memory_reads}")
         parts.append(f"update lag p50/p95 {_latency(m.update_lag)}")
     return " · ".join(parts)
+
+
+def judge_trust_line(results: RunResults) -> str:
+    """The judge's accuracy on the controls of the questions it graded, low-trust when under
+    90%; empty when no judge graded anything with controls."""
+    jc = results.judge_calibration
+    if jc is None or not jc.controls:
+        return ""
+    accuracy = f" ({jc.accuracy:.0%})" if jc.accuracy is not None else ""
+    line = (
+        f"judge {jc.model} ({jc.strategy}): {jc.correct}/{jc.graded}{accuracy} right on the "
+        f"controls of the {jc.questions} questions it graded"
+    )
+    if jc.could_not_grade:
+        line += f", {jc.could_not_grade} not graded"
+    return line + (" - low-trust judge verdicts (under 90%)" if jc.low_trust else "")
 
 
 def is_async(m: ScenarioMetrics) -> bool:

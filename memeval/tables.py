@@ -101,6 +101,7 @@ def questions_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
                 "human": t.human.verdict if t.human else None,
                 "human_note": t.human.note if t.human else None,
                 "verdict": t.question.verdict,
+                "not_attempted": t.question.not_attempted,
                 "source": t.question.source,
             }
         )

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("memeval.scenario", "memeval.models", "memeval.tools", "memeval.strategy_defaults"),
     ("memeval.rundir",),
-    ("memeval.systems", "memeval.agent", "memeval.tracing.tools"),
+    ("memeval.systems", "memeval.agent", "memeval.control_agent", "memeval.tracing.tools"),
     ("memeval.replay", "memeval.runner"),
     ("memeval.grading",),
     (

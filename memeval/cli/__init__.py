@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from memeval.cli import (  # noqa: F401  (each module registers its commands)
+    calibrate_cmd,
     compare_cmd,
     gate_cmd,
     grade_cmd,

@@ -24,7 +24,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-scenarios_app = typer.Typer(help="List, validate and show scenarios.", no_args_is_help=True)
+scenarios_app = typer.Typer(
+    help="List, validate, show and calibrate scenarios.", no_args_is_help=True
+)
 app.add_typer(scenarios_app, name="scenarios")
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -65,6 +65,10 @@ def run_command(
         bool, typer.Option("--no-cache", help="Bypass the response cache.")
     ] = False,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip the LLM judge.")] = False,
+    judge_strategy: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="Judge strategy: single | clauses (default: per model)."),
+    ] = None,
     judge_writes: Annotated[
         bool, typer.Option("--judge-writes", help="Also judge each write against its note.")
     ] = False,
@@ -96,6 +100,10 @@ def run_command(
     from memeval.runner import RunOptions, run
 
     gate = gate_config(alpha, max_drop)  # bad thresholds fail before the run, not after
+    if judge_strategy is not None:
+        from memeval.grading.judge_strategies import strategy_for
+
+        strategy_for(judge_strategy)  # an unknown name fails before the run, not after
     role_models = {
         "agent": model_agent,
         "summarizer": model_summarizer,
@@ -135,6 +143,7 @@ def run_command(
             baseline=baseline,
             gate=gate,
             progress=progress,
+            judge_strategy=judge_strategy,
         )
     )
     print_summary(done)

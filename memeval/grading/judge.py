@@ -1,7 +1,8 @@
 """The LLM judge: grades an answer (or a memory write) against the scenario's written criterion.
 
 The judge sees the criterion, the user message, the answer with its tool calls, and the
-memory the agent was given; it answers `{verdict: pass|fail, reason}` under a JSON schema.
+memory the agent was given; it answers `{verdict: pass|fail|not-attempted, reason}` under a
+JSON schema ("not-attempted": the answer declined, did not know, or only asked back).
 Anything else — an exception, a timeout, unparseable or off-schema text — is recorded as
 verdict "error" with the error; a failed judge is never turned into a guess.
 """
@@ -16,25 +17,26 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 
 from memeval.models.base import ChatModel, Message
 from memeval.rundir.record import TurnRecord
-from memeval.rundir.results import JudgeResult
+from memeval.rundir.results import JudgeResult, Verdict
 from reference_memory.turn import Turn
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "verdict": {"type": "string", "enum": ["pass", "fail"]},
+        "verdict": {"type": "string", "enum": ["pass", "fail", "not-attempted"]},
         "reason": {"type": "string"},
     },
     "required": ["verdict", "reason"],
     "additionalProperties": False,
 }
+VERDICTS = ("pass", "fail", "not-attempted")
 RESULT_CHARS = 600  # a tool result longer than this is cut in the judge's input
 DEFAULT_TIMEOUT_S = 300.0  # the embedded model can take minutes on 2 cores
 
@@ -50,7 +52,7 @@ def _env() -> jinja2.Environment:
     )
 
 
-def _render(template: str, **values: Any) -> str:
+def render_prompt(template: str, **values: Any) -> str:
     return _env().get_template(template).render(**values).strip()
 
 
@@ -65,7 +67,7 @@ class JudgeRequest:
 
 def _request(user_prompt: str) -> JudgeRequest:
     messages: list[Message] = [
-        {"role": "system", "content": _render("judge_system.j2")},
+        {"role": "system", "content": render_prompt("judge_system.j2")},
         {"role": "user", "content": user_prompt},
     ]
     digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode("utf-8")).hexdigest()
@@ -78,11 +80,11 @@ def question_request(record: TurnRecord, criterion: str) -> JudgeRequest:
         {
             "name": c.name,
             "arguments": json.dumps(c.arguments, ensure_ascii=False, sort_keys=True),
-            "result": _cut(json.dumps(c.result, ensure_ascii=False, default=str)),
+            "result": cut_result(json.dumps(c.result, ensure_ascii=False, default=str)),
         }
         for c in record.tool_calls
     ]
-    prompt = _render(
+    prompt = render_prompt(
         "judge_question.j2",
         criterion=criterion,
         user_message=record.user_message,
@@ -101,7 +103,7 @@ def write_request(record: TurnRecord, note: str, file_before: str, file_after: s
         )
     )
     transcript = Turn(messages=list(record.messages)).render() or record.user_message
-    prompt = _render(
+    prompt = render_prompt(
         "judge_write.j2", criterion=note, transcript=transcript, diff=diff, file_after=file_after
     )
     return _request(prompt)
@@ -121,7 +123,7 @@ async def run_judge(
         return JudgeResult(verdict="error", error=f"judge timed out after {timeout_s:g} s", **base)
     # any failure of the judge's back end is recorded as that judgement's error
     except Exception as exc:
-        return JudgeResult(verdict="error", error=_one_line(f"{type(exc).__name__}: {exc}"), **base)
+        return JudgeResult(verdict="error", error=one_line(f"{type(exc).__name__}: {exc}"), **base)
     usage = {
         "prompt_tokens": response.prompt_tokens,
         "completion_tokens": response.completion_tokens,
@@ -144,17 +146,58 @@ def parse_judgement(content: str | None) -> tuple[str, str]:
     try:
         data = json.loads(text)
     except ValueError:
-        raise ValueError(f"judge answer is not JSON: {_one_line(content)[:200]!r}") from None
-    if not isinstance(data, dict) or data.get("verdict") not in ("pass", "fail"):
+        raise ValueError(f"judge answer is not JSON: {one_line(content)[:200]!r}") from None
+    if not isinstance(data, dict) or data.get("verdict") not in VERDICTS:
         raise ValueError(
-            f"judge answer has no verdict pass|fail: {_one_line(content)[:200]!r}"
+            f"judge answer has no verdict pass|fail|not-attempted: {one_line(content)[:200]!r}"
         ) from None
-    return str(data["verdict"]), _one_line(str(data.get("reason") or ""))
+    return str(data["verdict"]), one_line(str(data.get("reason") or ""))
 
 
-def _cut(text: str) -> str:
+class JudgeStrategy(Protocol):
+    """One design of the question judge: how the criterion, the answer and the evidence are
+    put to the model, and how its answers become one verdict."""
+
+    name: str
+
+    async def judge(
+        self,
+        model: ChatModel,
+        record: TurnRecord,
+        criterion: str,
+        check: Verdict | None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> JudgeResult: ...
+
+    def input_hash(self, record: TurnRecord, criterion: str, check: Verdict | None) -> str:
+        """What decides whether a stored judgement can be reused."""
+        ...
+
+
+class SingleJudge:
+    """One call: the whole criterion and the material, one verdict under a JSON schema."""
+
+    name = "single"
+
+    async def judge(
+        self,
+        model: ChatModel,
+        record: TurnRecord,
+        criterion: str,
+        check: Verdict | None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> JudgeResult:
+        return await run_judge(model, question_request(record, criterion), timeout_s=timeout_s)
+
+    def input_hash(self, record: TurnRecord, criterion: str, check: Verdict | None) -> str:
+        return question_request(record, criterion).input_hash
+
+
+def cut_result(text: str) -> str:
     return text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + " …(cut)"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())

@@ -33,6 +33,7 @@ def scenario_metrics(
             _count(ratio or m.memory_dependent, v.question.verdict)
             m.questions_error += v.question.verdict == "error"
             m.questions_ungraded += v.question.verdict == "na"
+            m.questions_not_attempted += v.question.not_attempted
     plain: list[float] = []
     compacted: list[float] = []
     lags: list[float] = []

@@ -14,30 +14,53 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memeval.grading import human
+from memeval.grading.calibrate import calibrate, judge_calibration, scenario_controls
 from memeval.grading.checks import question_checks, verdict_from_checks, write_checks
 from memeval.grading.judge import (
     DEFAULT_TIMEOUT_S,
     JudgeRequest,
-    question_request,
+    JudgeStrategy,
     run_judge,
     write_request,
 )
+from memeval.grading.judge_strategies import strategy_for
 from memeval.grading.metrics import scenario_metrics
 from memeval.grading.retention import ApplyOps, fact_retention
 from memeval.grading.verdicts import effective, headline
 from memeval.models.base import ChatModel
 from memeval.rundir.record import TurnRecord
-from memeval.rundir.results import GRADES_FILE, JudgeResult, RunResults, TurnVerdicts, Verdict
+from memeval.rundir.results import (
+    GRADES_FILE,
+    JudgeCalibration,
+    JudgeResult,
+    RunResults,
+    TurnVerdicts,
+    Verdict,
+)
 from memeval.rundir.saved import SavedRun
 from memeval.rundir.staleness import run_freshness
 from memeval.scenario.schema import ResolvedScenario
 
 JudgeKey = tuple[str, int, str, str]  # (scenario, repeat, turn, "question" | "write")
+
+
+@dataclass(frozen=True)
+class QuestionJob:
+    """A question to put to the judge's strategy (its hash decides reuse)."""
+
+    record: TurnRecord
+    criterion: str
+    check: Verdict
+    input_hash: str
+
+
+Job = QuestionJob | JudgeRequest
 
 
 async def grade_run(
@@ -52,30 +75,38 @@ async def grade_run(
     grades: human.GradesFile | None = None,
     judge_scope: Callable[[TurnRecord], AbstractContextManager[Any]] | None = None,
     on_judged: Callable[[TurnRecord, int, int], None] | None = None,
+    strategy: str | None = None,
+    calibrate_judge: bool = True,
 ) -> RunResults:
     """Grade every turn of the run (nothing is written).
 
     `judge_writes` also judges write expectations against their `note`; `rejudge` ignores
     stored judgements. Human grades (`grades`, else the run's `grades.json`) apply last.
     `judge_scope(record)` wraps each judge call (tracing puts it under the turn's trace);
-    `on_judged(record, done, total)` follows each judge call (progress).
+    `on_judged(record, done, total)` follows each judge call (progress). `strategy` names
+    the judge's strategy (default: chosen for the judge model); `calibrate_judge` measures
+    the judge on the control answers of the questions it graded.
     """
     prior = run.results if not rejudge else None
     previous = _stored_judgements(prior) if prior is not None else {}
     judge_model = judge.name if judge is not None else (prior.judge_model if prior else None)
     results = RunResults(run_id=run.run_id, graded_at=_now(), judge_model=judge_model)
+    chosen = strategy_for(strategy, judge.name) if judge is not None else None
     pending: list[Awaitable[None]] = []
     judged: list[TurnRecord] = []
     limit = asyncio.Semaphore(max(1, concurrency))
     by_scenario: dict[str, list[TurnRecord]] = defaultdict(list)
 
-    async def ask(
-        request: JudgeRequest, verdicts: TurnVerdicts, target: str, record: TurnRecord
-    ) -> None:
-        assert judge is not None
+    async def ask(job: Job, verdicts: TurnVerdicts, target: str, record: TurnRecord) -> None:
+        assert judge is not None and chosen is not None
         async with limit:
             with judge_scope(record) if judge_scope else contextlib.nullcontext():
-                result = await run_judge(judge, request, timeout_s=timeout_s)
+                if isinstance(job, QuestionJob):
+                    result = await chosen.judge(
+                        judge, job.record, job.criterion, job.check, timeout_s=timeout_s
+                    )
+                else:
+                    result = await run_judge(judge, job, timeout_s=timeout_s)
         setattr(verdicts, "judge" if target == "question" else "write_judge", result)
         judged.append(record)
         if on_judged is not None:
@@ -89,18 +120,25 @@ async def grade_run(
         for record, file, before in zip(records, files, starts, strict=True):
             verdicts = check_turn(record, scenario, file, before)
             results.turns.append(verdicts)
-            for target, request in _judge_requests(record, verdicts, before, file, judge_writes):
+            jobs = _judge_jobs(record, verdicts, before, file, judge_writes, chosen)
+            for target, job in jobs:
                 key = (name, repeat, record.turn, target)
                 stored = previous.get(key)
-                if judge is None or _reusable(stored, judge, request):
+                if judge is None or _reusable(stored, judge, job):
                     setattr(verdicts, "judge" if target == "question" else "write_judge", stored)
-                elif request is not None:
-                    pending.append(ask(request, verdicts, target, record))
+                elif job is not None:
+                    pending.append(ask(job, verdicts, target, record))
         for fact_id, fact in scenario.facts.items():
             results.facts.append(
                 fact_retention(name, repeat, fact_id, fact, records, files, apply_ops)
             )
     await asyncio.gather(*pending)
+    if judge is not None and chosen is not None and calibrate_judge:
+        results.judge_calibration = await _calibrate(
+            run, results, judge, chosen, timeout_s, concurrency
+        )
+    elif prior is not None:
+        results.judge_calibration = prior.judge_calibration
     _apply_grades(run.path, results, grades)
     for verdicts in results.turns:
         compose(verdicts)
@@ -164,17 +202,48 @@ def compose(verdicts: TurnVerdicts) -> None:
     verdicts.final = headline(verdicts.write, verdicts.question)
 
 
-def _judge_requests(
-    record: TurnRecord, verdicts: TurnVerdicts, before: str, file: str, judge_writes: bool
-) -> list[tuple[str, JudgeRequest | None]]:
-    """What would be judged on this turn; the request is None where checks already decided
-    (the stored judgement, if any, is still shown)."""
-    wanted: list[tuple[str, JudgeRequest | None]] = []
+async def _calibrate(
+    run: SavedRun,
+    results: RunResults,
+    judge: ChatModel,
+    strategy: JudgeStrategy,
+    timeout_s: float,
+    concurrency: int,
+) -> JudgeCalibration:
+    """The judge on the control answers of every question it graded in this run (the
+    scenarios as saved in run.json)."""
+    graded = {(t.scenario, t.turn) for t in results.turns if t.judge is not None}
+    controls = [
+        control
+        for name, scenario in run.info.scenarios.items()
+        for control in scenario_controls(scenario)
+        if (name, control.turn.id) in graded
+    ]
+    outcome = await calibrate(
+        controls, judge, strategy=strategy, concurrency=concurrency, timeout_s=timeout_s
+    )
+    return judge_calibration(outcome, judge.name, strategy.name)
+
+
+def _judge_jobs(
+    record: TurnRecord,
+    verdicts: TurnVerdicts,
+    before: str,
+    file: str,
+    judge_writes: bool,
+    strategy: JudgeStrategy | None,
+) -> list[tuple[str, Job | None]]:
+    """What would be judged on this turn; the job is None where checks already decided, or
+    no judge is given (the stored judgement, if any, is still shown)."""
+    wanted: list[tuple[str, Job | None]] = []
     check = verdicts.question_check
     if record.question is not None and check is not None:
         criterion = record.question.criterion
-        ok = check.verdict in ("pass", "na") and bool(criterion)
-        wanted.append(("question", question_request(record, criterion) if ok else None))
+        job = None
+        if strategy is not None and check.verdict in ("pass", "na") and criterion:
+            digest = strategy.input_hash(record, criterion, check)
+            job = QuestionJob(record, criterion, check, digest)
+        wanted.append(("question", job))
     check = verdicts.write_check
     note = record.expect.note if record.expect is not None else ""
     if check is not None and note:
@@ -183,7 +252,7 @@ def _judge_requests(
     return wanted
 
 
-def _reusable(stored: JudgeResult | None, judge: ChatModel, request: JudgeRequest | None) -> bool:
+def _reusable(stored: JudgeResult | None, judge: ChatModel, request: Job | None) -> bool:
     if stored is None or request is None:
         return request is None
     same_input = stored.input_hash == request.input_hash and stored.model == judge.name

@@ -2,8 +2,10 @@
 
 A human grade overrides everything. Otherwise failed (or errored) checks stand, and a judge
 decides only when the checks passed (or there were none); a judge that failed makes the
-verdict "error", since a failed judgement is not evidence either way. Every effective
-verdict keeps its source.
+verdict "error", since a failed judgement is not evidence either way. A judge that says the
+answer was not attempted (it declined or asked back) makes the question a fail marked
+`not_attempted`: an "I don't know" never becomes an ungraded "na". Every effective verdict
+keeps its source.
 """
 
 from __future__ import annotations
@@ -22,6 +24,15 @@ def effective(check: Verdict, judge: JudgeResult | None, human: HumanGrade | Non
     if judge.verdict == "error":
         reason = f"the judge failed: {judge.error or 'unknown error'}"
         return Verdict(verdict="error", source="judge", reason=reason, evidence=check.evidence)
+    if judge.verdict == "not-attempted":
+        reason = f"not attempted: {judge.reason}" if judge.reason else "not attempted"
+        return Verdict(
+            verdict="fail",
+            source="judge",
+            reason=reason,
+            evidence=check.evidence,
+            not_attempted=True,
+        )
     return Verdict(
         verdict=judge.verdict, source="judge", reason=judge.reason, evidence=check.evidence
     )

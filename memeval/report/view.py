@@ -16,7 +16,7 @@ from memeval.report.diff import FileDiff, file_diff
 from memeval.report.grid import GridRow, attach_losses, grid_row
 from memeval.report.links import phoenix_base, phoenix_link
 from memeval.rundir.record import RunInfo, TurnRecord
-from memeval.rundir.results import RunResults, ScenarioMetrics
+from memeval.rundir.results import JudgeCalibration, RunResults, ScenarioMetrics
 from memeval.rundir.saved import SavedRun
 from memeval.rundir.staleness import unit_freshness
 from reference_memory import CAP, TARGET, TRIGGER
@@ -72,6 +72,7 @@ class ReportView:
     models: list[ModelRow]
     judge_model: str | None
     graded_at: str | None
+    judge_calibration: JudgeCalibration | None
     summary: list[tuple[str, ScenarioMetrics]]  # (title, metrics)
     units: list[UnitView]
     graded: bool
@@ -109,6 +110,7 @@ def build_view(saved: SavedRun, results: RunResults | None) -> ReportView:
         models=models,
         judge_model=results.judge_model if results else None,
         graded_at=results.graded_at if results else None,
+        judge_calibration=results.judge_calibration if results else None,
         summary=summary,
         units=units,
         graded=results is not None,

@@ -29,7 +29,7 @@ from memeval.rundir.record import (
     append_event,
     write_run,
 )
-from memeval.rundir.results import GRADES_FILE, RunResults, save_results
+from memeval.rundir.results import GRADES_FILE, RunResults, merge_calibrations, save_results
 from memeval.rundir.saved import SavedRun
 from memeval.rundir.shard import Shard, shard_units
 
@@ -207,6 +207,7 @@ def _merge_results(runs: list[SavedRun], planned: list[UnitRef], run_id: str, ou
         run_id=run_id,
         graded_at=max(g.graded_at for g in graded),
         judge_model=next((g.judge_model for g in graded if g.judge_model), None),
+        judge_calibration=merge_calibrations([g.judge_calibration for g in graded]),
     )
     turns: list[list[Any]] = [[] for _ in planned]
     facts: list[list[Any]] = [[] for _ in planned]

@@ -6,8 +6,13 @@ additions beyond it (all optional, all documented on the fields): `write_check`/
 `question_check` (the deterministic verdicts before any override), `write_judge`/`write_human`
 (the same layers for write expectations), `FactRetention.expected_from`/`until`/`turns`,
 `ScenarioMetrics` counters `turns`, `questions_error`, `questions_ungraded`,
-`rejected_updates`, `failed_updates`, and the judge's accounting (tokens, latency, input
-hash) on `JudgeResult`.
+`rejected_updates`, `failed_updates`, `questions_not_attempted`, the judge's accounting
+(tokens, latency, input hash) on `JudgeResult`, `Verdict.not_attempted` and
+`RunResults.judge_calibration` (the judge's accuracy on the graded questions' controls).
+
+The judge has three outcomes: pass, fail and "not-attempted" (the answer declines, says it
+does not know, or asks back instead of answering). A not-attempted answer is a failed
+question — never an ungraded "na" — and stays marked as such wherever it is shown.
 
 Precedence of the effective verdict (`write`, `question`): human > judge > check, except that
 failed checks stand unless a human says otherwise; a judge only decides when checks passed
@@ -20,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -42,6 +47,7 @@ class Verdict(BaseModel):
     source: Source = "check"
     reason: str = ""
     evidence: list[str] = Field(default_factory=list)
+    not_attempted: bool = False  # a fail because the answer declined or asked back (judge)
 
     @property
     def passed(self) -> bool:
@@ -56,10 +62,14 @@ class CheckResult(BaseModel):
     evidence: str = ""  # the matching line, or what was missing
 
 
-class JudgeResult(BaseModel):
-    """What the LLM judge said. `verdict` "error" means the judge failed (see `error`)."""
+JudgeVerdict = Literal["pass", "fail", "not-attempted", "error"]
 
-    verdict: Literal["pass", "fail", "error"]
+
+class JudgeResult(BaseModel):
+    """What the LLM judge said. "not-attempted": the answer declined or asked back instead of
+    answering (a fail of the question). "error" means the judge failed (see `error`)."""
+
+    verdict: JudgeVerdict
     reason: str = ""
     error: str | None = None
     model: str = ""
@@ -167,6 +177,7 @@ class ScenarioMetrics(BaseModel):
     memory_corruptible: Ratio = Field(default_factory=Ratio)
     questions_error: int = 0  # questions whose final verdict is "error" (agent or judge failed)
     questions_ungraded: int = 0  # "na": no checks and no judge or human verdict (not in totals)
+    questions_not_attempted: int = 0  # failed because the answer declined or asked back
     compactions: int = 0
     compactions_reached_target: int = 0
     dropped_writes: int = 0
@@ -191,11 +202,106 @@ class ScenarioMetrics(BaseModel):
         return self.scenario if self.system is None else f"{self.scenario} · {self.system}"
 
 
+class ControlJudgement(BaseModel):
+    """The judge's verdict on one control answer (`index` in the question's `known` list)."""
+
+    scenario: str
+    turn: str
+    known: Literal["pass", "fail"]
+    index: int
+    judge: JudgeVerdict
+
+    @property
+    def right(self) -> bool | None:
+        """None when the judge could not grade it; "fail" and "not-attempted" are both right
+        on a known-fail control."""
+        if self.judge == "error":
+            return None
+        return self.judge == "pass" if self.known == "pass" else self.judge != "pass"
+
+
+class JudgeCalibration(BaseModel):
+    """The judge's verdicts on the control answers of a set of questions, against their known
+    verdicts; every count is derived from `judged`, so shards of a run merge by union."""
+
+    model: str = ""
+    strategy: str = ""
+    judged: list[ControlJudgement] = Field(default_factory=list)
+
+    LOW_TRUST_BELOW: ClassVar[float] = 0.9
+
+    @property
+    def questions(self) -> int:
+        return len({(j.scenario, j.turn) for j in self.judged})
+
+    @property
+    def controls(self) -> int:
+        return len(self.judged)
+
+    @property
+    def correct(self) -> int:
+        return sum(j.right is True for j in self.judged)
+
+    @property
+    def could_not_grade(self) -> int:
+        return sum(j.right is None for j in self.judged)
+
+    @property
+    def said_fail(self) -> int:
+        return sum(j.judge in ("fail", "not-attempted") for j in self.judged)
+
+    @property
+    def said_fail_right(self) -> int:
+        return sum(j.judge in ("fail", "not-attempted") and j.known == "fail" for j in self.judged)
+
+    @property
+    def not_attempted(self) -> int:
+        return sum(j.judge == "not-attempted" for j in self.judged)
+
+    @property
+    def misjudged(self) -> list[ControlJudgement]:
+        """The controls the judge got wrong or could not grade."""
+        return [j for j in self.judged if j.right is not True]
+
+    @property
+    def graded(self) -> int:
+        return self.controls - self.could_not_grade
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.graded if self.graded else None
+
+    @property
+    def precision_on_fail(self) -> float | None:
+        return self.said_fail_right / self.said_fail if self.said_fail else None
+
+    @property
+    def low_trust(self) -> bool:
+        """Judge verdicts are low-trust when the judge got under 90% of the controls right
+        (or could grade none)."""
+        return self.accuracy is None or self.accuracy < self.LOW_TRUST_BELOW
+
+
+def merge_calibrations(parts: list[JudgeCalibration | None]) -> JudgeCalibration | None:
+    """One calibration from several (shards of a run): the union of their judged controls."""
+    given = [p for p in parts if p is not None]
+    if not given:
+        return None
+    seen: dict[tuple[str, str, str, int], ControlJudgement] = {}
+    for part in given:
+        for j in part.judged:
+            seen.setdefault((j.scenario, j.turn, j.known, j.index), j)
+    return JudgeCalibration(
+        model=given[0].model, strategy=given[0].strategy, judged=list(seen.values())
+    )
+
+
 class RunResults(BaseModel):
     schema_version: int = RESULTS_SCHEMA_VERSION
     run_id: str
     graded_at: str = ""
     judge_model: str | None = None
+    judge_calibration: JudgeCalibration | None = None  # on the judged questions' controls
     turns: list[TurnVerdicts] = Field(default_factory=list)
     facts: list[FactRetention] = Field(default_factory=list)
     metrics: list[ScenarioMetrics] = Field(default_factory=list)

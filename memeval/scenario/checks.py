@@ -14,6 +14,7 @@ from memeval.scenario.patterns import pattern_problem
 from memeval.scenario.problems import Problem, listing, show
 from memeval.scenario.schema import (
     MEMORY_CAP,
+    Controls,
     Expect,
     Question,
     Scenario,
@@ -241,6 +242,25 @@ def _question(question: Question, path: YPath, known: Known) -> Iterator[Problem
         if name in question.must_call:
             yield Problem((*path, "must_not_call", i), f"{name!r} is also in must_call")
     yield from _fact_refs(question.facts, (*path, "facts"), known)
+    if question.controls is not None:
+        yield from _controls(question.controls, (*path, "controls"), known)
+
+
+def _controls(controls: Controls, path: YPath, known: Known) -> Iterator[Problem]:
+    for key, items in (("pass", controls.pass_), ("fail", controls.fail)):
+        for i, item in enumerate(items):
+            cpath: YPath = (*path, key, i)
+            text = item if isinstance(item, str) else item.answer
+            if not text.strip():
+                where = cpath if isinstance(item, str) else (*cpath, "answer")
+                yield Problem(where, "a control answer is empty")
+            if isinstance(item, str):
+                continue
+            for ci, call in enumerate(item.tool_calls):
+                if call.name not in known.tools:
+                    valid = listing(sorted(known.tools))
+                    problem = f"unknown tool {call.name!r} (valid: {valid})"
+                    yield Problem((*cpath, "tool_calls", ci, "name"), problem)
 
 
 def _fact_refs(refs: list[str], path: YPath, known: Known) -> Iterator[Problem]:

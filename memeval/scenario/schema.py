@@ -68,6 +68,44 @@ class Expect(Strict):
     unchanged: StrictBool = Field(False, description="Nothing worth keeping: file must not change.")
 
 
+class ControlCall(Strict):
+    """A tool call a control answer makes; its result comes from the scenario's fixtures."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ControlAnswer(Strict):
+    """A control answer with the tool calls that go with it."""
+
+    answer: str
+    tool_calls: list[ControlCall] = Field(default_factory=list)
+
+
+class Controls(Strict):
+    """Answers whose verdict is known (DESIGN §7.4): `pass` ones must pass the question's
+    checks and `fail` ones must fail them (`memeval scenarios calibrate`). Each is the answer
+    text, or `{answer, tool_calls: [{name, arguments}]}`."""
+
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_name=True)
+
+    pass_: list[str | ControlAnswer] = Field(
+        default_factory=list, alias="pass", description="Answers that meet the criterion."
+    )
+    fail: list[str | ControlAnswer] = Field(
+        default_factory=list,
+        description=(
+            "Answers that must fail: the answer without memory, and the ones sloppy memory"
+            " gives (a leaked rule, a stale value, a wrong lesson)."
+        ),
+    )
+
+    def answers(self, known: str) -> list[ControlAnswer]:
+        """The `pass` or `fail` answers, each as a ControlAnswer."""
+        items = self.pass_ if known == "pass" else self.fail
+        return [ControlAnswer(answer=a) if isinstance(a, str) else a for a in items]
+
+
 class Question(Strict):
     type: Literal["memory-dependent", "memory-corruptible"]
     criterion: str = Field(description="What a right answer does; the judge grades against it.")
@@ -79,6 +117,9 @@ class Question(Strict):
     must_not_call: list[str] = Field(default_factory=list)
     facts: list[str] = Field(
         default_factory=list, description="Fact ids the answer depends on (optional)."
+    )
+    controls: Controls | None = Field(
+        None, description="Answers whose verdict is known, for calibrating checks and judge."
     )
 
 

@@ -241,3 +241,21 @@ def test_combined_gives_included_eval_sessions_files_for_all_projects() -> None:
         single = own_files[session.id] or ""
         assert session.reference_memory != single
         assert len(session.reference_memory or "") > 2 * len(single)
+
+
+def test_every_question_has_controls_the_checks_agree_with(scenario: ResolvedScenario) -> None:
+    """DESIGN §7.4: at least one pass and two fail controls per question (the answer without
+    memory, and what sloppy memory gives), each given its known verdict by the checks."""
+    from memeval.grading.calibrate import check_control, scenario_controls
+
+    for item in asked(scenario):
+        question = item.turn.question
+        assert question is not None and question.controls is not None, item.turn.id
+        assert len(question.controls.pass_) >= 1, item.turn.id
+        assert len(question.controls.fail) >= 2, item.turn.id
+    wrong = [
+        f"{c.turn.id} {c.label}: {check_control(c).verdict}"
+        for c in scenario_controls(scenario)
+        if check_control(c).verdict != c.known
+    ]
+    assert not wrong
