@@ -25,7 +25,7 @@ _EXPORTS = {
     "TurnRecord": "memeval.rundir.record",
     "RunResults": "memeval.rundir.results",
     "grade_run": "memeval.grading.run",
-    "publish": "memeval.publish",
+    "publish": "memeval.publishing",
     "MemorySystem": "memeval.systems.base",
     "MemoryKey": "memeval.systems.base",
     "SessionStart": "memeval.systems.base",
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from memeval.grading.run import grade_run
     from memeval.models.base import ChatModel
     from memeval.models.scripted import FunctionModel, ScriptedModel
-    from memeval.publish import publish
+    from memeval.publishing import publish
     from memeval.rundir.record import RunInfo, TurnRecord
     from memeval.rundir.results import RunResults
     from memeval.rundir.saved import SavedRun

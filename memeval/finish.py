@@ -17,7 +17,7 @@ from memeval.models.base import CallRecord
 from memeval.models.pool import ModelPool, cache_path
 from memeval.models.spec import parse_spec
 from memeval.progress import RunProgress
-from memeval.publish import publish
+from memeval.publishing import publish
 from memeval.rundir.merge import merge_shards
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import RunResults

@@ -55,7 +55,7 @@ LAYERS: list[tuple[str, ...]] = [
         "memeval.junit",
         "memeval.tracing.annotations",
     ),
-    ("memeval.publish", "memeval.finish"),
+    ("memeval.publishing", "memeval.finish"),
     ("memeval.cli", "memeval.__main__", "memeval"),
 ]
 FORBIDDEN: list[tuple[str, str]] = [

@@ -24,7 +24,7 @@ def grade_command(
     from rich.console import Console
 
     from memeval.grading.regrade import import_grades
-    from memeval.publish import publish
+    from memeval.publishing import publish
     from memeval.rundir.saved import SavedRun
     from memeval.summary import summary_table
 

@@ -21,7 +21,7 @@ def report_command(
     """Regenerate report.html (no model is called; judge results come from verdicts.json).
     An ungraded run shows its deterministic checks, computed now and not saved."""
     from memeval.grading.run import grade_without_model
-    from memeval.publish import publish
+    from memeval.publishing import publish
     from memeval.rundir.saved import SavedRun
 
     run = SavedRun.open(run_dir)

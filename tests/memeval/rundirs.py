@@ -23,7 +23,7 @@ from typing import Any
 
 from memeval.grading.run import grade_run, grade_without_model
 from memeval.models.base import ChatModel
-from memeval.publish import publish
+from memeval.publishing import publish
 from memeval.rundir.record import RunInfo, ToolCallRecord, TurnRecord, append_event, write_run
 from memeval.rundir.results import RunResults, save_results
 from memeval.rundir.saved import SavedRun

@@ -172,3 +172,17 @@ def test_the_public_face_loads_names_on_first_use() -> None:
         assert getattr(memeval, name) is not None
     with pytest.raises(AttributeError):
         _ = memeval.nothing_here  # type: ignore[attr-defined]
+
+
+def test_a_public_function_is_not_shadowed_by_a_submodule_of_its_name() -> None:
+    # importing every module the face names must leave each name what the face exports
+    code = (
+        "import importlib, inspect, memeval\n"
+        "for module in sorted(set(memeval._EXPORTS.values())):\n"
+        "    importlib.import_module(module)\n"
+        "bad = [n for n in memeval.__all__ if n != '__version__'\n"
+        "       and inspect.ismodule(getattr(memeval, n))]\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

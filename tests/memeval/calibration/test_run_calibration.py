@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import memeval
 from memeval.cli.app import app
 from memeval.models.scripted import FunctionModel
-from memeval.publish import publish
+from memeval.publishing import publish
 from memeval.rundir.results import load_results
 
 runner = CliRunner()
