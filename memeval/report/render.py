@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from memeval.report.design_figures import COST
 from memeval.report.view import build_view
 from memeval.rundir.results import RunResults
 from memeval.rundir.saved import SavedRun
@@ -35,7 +36,7 @@ def render_report(
     """
     view = build_view(run, results)
     view.checks_only = checks_only
-    html = render_template("report.html.j2", view=view)
+    html = render_template("report.html.j2", view=view, design_cost=COST)
     return write_atomic(out or run.path / REPORT_FILE, html)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from memeval.report.cards import Card, build_card
 from memeval.report.chart import Chart, SessionSpan, SizePoint, size_chart
+from memeval.report.design_figures import DesignRow, design_row
 from memeval.report.diff import FileDiff, file_diff
 from memeval.report.grid import GridRow, attach_losses, grid_row
 from memeval.report.links import phoenix_base, phoenix_link
@@ -77,6 +78,8 @@ class ReportView:
     units: list[UnitView]
     graded: bool
     n_turns: int
+    # the published design's figures, after the last summary row of each bundled scenario
+    design: dict[int, DesignRow] = field(default_factory=dict)  # summary index -> row
     checks_only: bool = False  # verdicts computed for display only; verdicts.json not written
     data: dict[str, Any] = field(default_factory=dict)  # embedded as JSON for the page's script
 
@@ -88,6 +91,7 @@ def build_view(saved: SavedRun, results: RunResults | None) -> ReportView:
         _unit(f"u{k}", saved, recs, results, base) for k, recs in enumerate(saved.planned_units())
     ]
     summary = [(run.title(m.scenario), m) for m in (results.metrics if results else [])]
+    design = _design_rows([m for _, m in summary])
     models = [ModelRow(role, spec, _is_fake(spec)) for role, spec in run.models.items()]
     human = [
         {
@@ -112,11 +116,26 @@ def build_view(saved: SavedRun, results: RunResults | None) -> ReportView:
         graded_at=results.graded_at if results else None,
         judge_calibration=results.judge_calibration if results else None,
         summary=summary,
+        design=design,
         units=units,
         graded=results is not None,
         n_turns=len(saved.events),
         data={"runId": run.run_id, "humanGrades": human, "memories": _share_memories(units)},
     )
+
+
+def _design_rows(metrics: list[ScenarioMetrics]) -> dict[int, DesignRow]:
+    """The design's row for a scenario goes under its last row (its file system's, when a run
+    compares systems, else the scenario's only row)."""
+    rows: dict[int, DesignRow] = {}
+    for i, m in enumerate(metrics):
+        last = i + 1 == len(metrics) or metrics[i + 1].scenario != m.scenario
+        file_rows = [x for x in metrics if x.scenario == m.scenario and x.system == "file"]
+        chosen = file_rows[0] if file_rows else m
+        row = design_row(chosen) if last else None
+        if row is not None:
+            rows[i] = row
+    return rows
 
 
 def _share_memories(units: list[UnitView]) -> dict[str, str]:

@@ -214,3 +214,37 @@ def test_a_snapshot_path_outside_the_run_is_never_read(tmp_path: Path) -> None:
     card = view.units[0].sessions[0].cards[0]
     assert all("TOP SECRET" not in line.text for line in card.diff.lines)
     assert any("70 rows" in line.text for line in card.diff.lines)  # the recorded file_after
+
+
+def test_the_designs_published_figures_sit_beside_a_bundled_scenarios_own(
+    sample_run: Path,
+) -> None:
+    html, elements = _report(sample_run)
+    (design,) = [e for e in elements if e.tag == "tr" and "design" in e.classes]
+    assert design.get("data-design") == "book-summary"
+    cells = {
+        e.get("data-metric"): text_of(e)
+        for e in elements
+        if e.tag == "td" and "design-cell" in e.classes
+    }
+    # the design's book-summary run: 22/23, 7/7, 3/3; this run: 3/5, 1/1, 0/1
+    assert cells["write-match"].split()[:1] == ["22/23"] and "63% of it" in cells["write-match"]
+    assert "7/7" in cells["memory-dependent"] and "100% of it" in cells["memory-dependent"]
+    assert "3/3" in cells["memory-corruptible"] and "0% of it" in cells["memory-corruptible"]
+    assert "not this run's" in text_of(design)
+    assert "this run write-checks 5 of 8 turns" in text_of(design)
+    # the run's own row keeps its own counts, and the page says where the design's come from
+    (row,) = [text_of(e) for e in elements if e.tag == "tr" and text_of(e).startswith("book")]
+    assert "3/5" in row and "22/23" not in row
+    assert "graded by people" in html and "≈67 s" in html
+
+
+def test_no_design_row_for_a_scenario_the_design_did_not_run(sample_run: Path) -> None:
+    path = sample_run / VERDICTS_FILE
+    verdicts = json.loads(path.read_text(encoding="utf-8"))
+    for m in verdicts["metrics"]:
+        m["scenario"] = "my-own-scenario"
+    path.write_text(json.dumps(verdicts), encoding="utf-8")
+    html, elements = _report(sample_run)
+    assert not [e for e in elements if e.tag == "tr" and "design" in e.classes]
+    assert "The design's run" not in html
