@@ -38,7 +38,7 @@ from memeval.rundir.record import (
 from memeval.rundir.shard import Shard, shard_units
 from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario
-from memeval.strategy_defaults import choose_strategies
+from memeval.strategy_defaults import NO_DEADLINE, choose_strategies
 from memeval.systems.base import Closeable, MemoryKey, MemorySystem, Restorable
 from memeval.systems.factory import SystemEnv, build_system, check_memory_spec, memory_key
 from memeval.systems.traced import TracedMemorySystem
@@ -310,7 +310,7 @@ async def _restore(
 
 def strategy_objects(strategies: dict[str, str]) -> dict[str, Any]:
     """FileMemory keyword arguments for the strategies named in run.json (with the updater's
-    output bound when one was set)."""
+    output bound and the per-call deadline when one was set)."""
     objects: dict[str, Any] = {}
     if "updater" in strategies:
         objects["updater"] = updater_by_name(strategies["updater"])
@@ -318,6 +318,9 @@ def strategy_objects(strategies: dict[str, str]) -> dict[str, Any]:
         objects["safety"] = safety_by_name(strategies["safety"])
     if "updater_max_tokens" in strategies:
         objects["max_tokens"] = {"updater": int(strategies["updater_max_tokens"])}
+    if "call_timeout_s" in strategies:
+        given = strategies["call_timeout_s"]
+        objects["call_timeout_s"] = None if given == NO_DEADLINE else float(given)
     return objects
 
 

@@ -33,6 +33,13 @@ LOCAL_OPS_MAX_TOKENS = 400
 takes 50-150 tokens, but the embedded models now and then write JSON until the bound, three
 attempts in a row; at 1,024 tokens that cost up to ~7 minutes for one turn on a 2-core CPU.
 A batch cut off here is a failed attempt like any other (the retry says so)."""
+PIPELINE_ROLES = ("summarizer", "updater", "safety", "compactor")
+NO_DEADLINE = "none"
+"""`call_timeout_s` for a pipeline served by an embedded model. The pipeline's 180 s per-call
+deadline is for endpoints that hang; an embedded call cannot hang, only run slowly. After a
+cache hit the next embedded call evaluates the whole prompt cold (~5,000 tokens, ~150 s on 2
+cores), so under any CPU contention the deadline cancelled updater calls and a run's writes,
+and with them its verdicts, depended on what the response cache held."""
 
 
 def default_strategies(specs: Mapping[str, ModelSpec]) -> dict[str, str]:
@@ -61,6 +68,8 @@ def choose_strategies(
         chosen["safety"] = safety
     if chosen["updater"] == "ops" and _local_name(specs.get("updater")) is not None:
         chosen["updater_max_tokens"] = str(LOCAL_OPS_MAX_TOKENS)
+    if any(_local_name(specs.get(role)) is not None for role in PIPELINE_ROLES):
+        chosen["call_timeout_s"] = NO_DEADLINE
     return chosen
 
 

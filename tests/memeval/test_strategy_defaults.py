@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from memeval.errors import ConfigError
 from memeval.models.spec import ModelSpec, parse_spec, resolve_specs
 from memeval.runner import strategy_objects
-from memeval.strategy_defaults import LOCAL_OPS_MAX_TOKENS, choose_strategies, default_strategies
+from memeval.strategy_defaults import (
+    LOCAL_OPS_MAX_TOKENS,
+    NO_DEADLINE,
+    choose_strategies,
+    default_strategies,
+)
 from reference_memory import FileMemory, SQLiteStore
 from reference_memory.testing import ALLOW, add, ops, roles, turn
 
@@ -42,6 +49,7 @@ def test_explicit_choices_win_and_unknown_names_are_one_line_errors() -> None:
         "updater": "ops",
         "safety": "checklist",
         "updater_max_tokens": str(LOCAL_OPS_MAX_TOKENS),
+        "call_timeout_s": NO_DEADLINE,
     }
     assert choose_strategies(specs, None, "classifier")["safety"] == "classifier"
     with pytest.raises(ConfigError, match=r"--updater 'nope' is unknown \(valid: .*cascade"):
@@ -75,3 +83,41 @@ async def test_the_recorded_bound_reaches_the_updater_call_and_no_other(tmp_path
     assert [r.max_tokens for r in models["updater"].requests] == [LOCAL_OPS_MAX_TOKENS]
     assert models["summarizer"].requests[0].max_tokens == 300  # the pipeline's own default
     assert "exactly 70 rows" in report.file_after
+
+
+def test_a_pipeline_on_an_embedded_model_has_no_per_call_deadline() -> None:
+    local = specs_of("local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-1.5b")
+    mixed = specs_of("openai:gpt-4o-mini", "local:qwen2.5-coder-0.5b")
+    endpoint = specs_of("openai:gpt-4o-mini", "openai:gpt-4o-mini")
+    assert choose_strategies(local, None, None)["call_timeout_s"] == NO_DEADLINE
+    assert choose_strategies(mixed, None, None)["call_timeout_s"] == NO_DEADLINE
+    assert "call_timeout_s" not in choose_strategies(endpoint, None, None)
+    assert strategy_objects(choose_strategies(local, None, None))["call_timeout_s"] is None
+    assert "call_timeout_s" not in strategy_objects(choose_strategies(endpoint, None, None))
+
+
+def slow(answer: str, seconds: float):
+    async def answer_late(_request) -> str:
+        await asyncio.sleep(seconds)
+        return answer
+
+    return answer_late
+
+
+@pytest.mark.parametrize(("deadline", "written"), [(NO_DEADLINE, True), ("0.05", False)])
+async def test_the_recorded_deadline_decides_whether_a_slow_call_is_cancelled(
+    tmp_path, deadline: str, written: bool
+) -> None:
+    strategies = {"updater": "ops", "safety": "classifier", "call_timeout_s": deadline}
+    models = roles(
+        summarizer=[slow("The user said 70 rows.", 0.3)],
+        updater=[ops(add("## Conventions", "- [user] Datasets have exactly 70 rows"))],
+        safety=[ALLOW],
+    )
+    store = SQLiteStore(tmp_path / "m.sqlite")
+    memory = FileMemory(models, store, **strategy_objects(strategies))
+    report = await memory.update("dana", "acme", turn())
+    store.close()
+    assert report.written is written, report.errors
+    if not written:
+        assert any("timed out" in e for e in report.errors), report.errors
