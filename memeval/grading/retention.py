@@ -4,6 +4,9 @@ The culprit search replays the turn's applied edit ops over the file the update 
 from, one prefix at a time, with the pipeline's own `apply_ops`; the first op after which
 the fact no longer holds is blamed. If the ops kept it, the compaction that ran on this
 turn is blamed when its input still held the fact; anything else is "unknown", with why.
+
+Retention is part of every turn's write verdict: a turn that loses a tracked fact that was
+held and still expected fails its write, whatever its own expectation said (`retention_checks`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from memeval.grading.matching import check_fact
 from memeval.rundir.record import TurnRecord
-from memeval.rundir.results import CellState, Culprit, FactLoss, FactRetention
+from memeval.rundir.results import CellState, CheckResult, Culprit, FactLoss, FactRetention
 from memeval.rundir.update import UpdateRecord
 from memeval.scenario.schema import Fact
 from reference_memory.edits import apply_ops as pipeline_apply_ops
@@ -49,7 +52,8 @@ def fact_retention(
         expected_from=turn_ids[expected_from] if expected_from is not None else None,
         until=fact.until,
     )
-    held_before = False
+    # a session may start from a given file (`initial_memory`): what it held counts as held
+    held_before = bool(records) and check_fact(fact, records[0].update.file_before).holds
     for i, (record, file) in enumerate(zip(records, files, strict=True)):
         holds = check_fact(fact, file).holds
         state: CellState
@@ -102,3 +106,38 @@ def find_culprit(fact: Fact, update: UpdateRecord, apply_ops: ApplyOps | None = 
             return Culprit(kind="compaction", excerpt=kept.line)
     why = "the edit ops kept the fact and no compaction input held it"
     return Culprit(kind="unknown", excerpt=f"{why} (last seen: {held_line})")
+
+
+def retention_checks(facts: Sequence[FactRetention], index: int) -> list[CheckResult]:
+    """The retention part of turn `index`'s write verdict: one failed check per tracked fact
+    that was held before this turn, was still expected, and is gone after it (the culprit op
+    or compaction as evidence); else one passed check naming how many facts this turn had to
+    keep. A turn before any fact is expected gets no retention check."""
+    failed: list[CheckResult] = []
+    expected = 0
+    for retention in facts:
+        turn = retention.turns[index]
+        start = retention.turns.index(retention.expected_from) if retention.expected_from else None
+        if start is None or index < start or retention.cells[index] == "superseded":
+            continue
+        expected += 1
+        for loss in retention.losses:
+            if loss.turn == turn and turn in retention.absent_while_expected:
+                evidence = f"lost by {culprit_text(loss.culprit)}: {loss.culprit.excerpt}"
+                failed.append(
+                    CheckResult(name=f"retention:{retention.fact}", passed=False, evidence=evidence)
+                )
+    if failed or not expected:
+        return failed
+    noun = "fact" if expected == 1 else "facts"
+    evidence = f"none of the {expected} tracked {noun} expected by now was lost on this turn"
+    return [CheckResult(name="retention", passed=True, evidence=evidence)]
+
+
+def culprit_text(culprit: Culprit) -> str:
+    if culprit.kind == "op" and culprit.op is not None:
+        kind = culprit.op.get("op") or culprit.op.get("type") or "edit"
+        return f"edit op {culprit.op_index} ({kind})"
+    if culprit.kind == "compaction":
+        return "the compaction"
+    return "an unknown cause"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -31,12 +31,13 @@ from memeval.grading.judge import (
 )
 from memeval.grading.judge_strategies import strategy_for
 from memeval.grading.metrics import scenario_metrics
-from memeval.grading.retention import ApplyOps, fact_retention
+from memeval.grading.retention import ApplyOps, fact_retention, retention_checks
 from memeval.grading.verdicts import effective, headline
 from memeval.models.base import ChatModel
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import (
     GRADES_FILE,
+    CheckResult,
     JudgeCalibration,
     JudgeResult,
     RunResults,
@@ -117,8 +118,13 @@ async def grade_run(
         scenario = run.scenario(name)
         files = [run.snapshot(r) for r in records]
         starts = [records[0].update.file_before, *files[:-1]]
-        for record, file, before in zip(records, files, starts, strict=True):
-            verdicts = check_turn(record, scenario, file, before)
+        retention = [
+            fact_retention(name, repeat, fact_id, fact, records, files, apply_ops)
+            for fact_id, fact in scenario.facts.items()
+        ]
+        results.facts.extend(retention)
+        for i, (record, file, before) in enumerate(zip(records, files, starts, strict=True)):
+            verdicts = check_turn(record, scenario, file, before, retention_checks(retention, i))
             results.turns.append(verdicts)
             jobs = _judge_jobs(record, verdicts, before, file, judge_writes, chosen)
             for target, job in jobs:
@@ -128,10 +134,6 @@ async def grade_run(
                     setattr(verdicts, "judge" if target == "question" else "write_judge", stored)
                 elif job is not None:
                     pending.append(ask(job, verdicts, target, record))
-        for fact_id, fact in scenario.facts.items():
-            results.facts.append(
-                fact_retention(name, repeat, fact_id, fact, records, files, apply_ops)
-            )
     await asyncio.gather(*pending)
     if judge is not None and chosen is not None and calibrate_judge:
         results.judge_calibration = await _calibrate(
@@ -165,9 +167,15 @@ def grade_without_model(run: SavedRun) -> RunResults:
 
 
 def check_turn(
-    record: TurnRecord, scenario: ResolvedScenario, file: str, before: str
+    record: TurnRecord,
+    scenario: ResolvedScenario,
+    file: str,
+    before: str,
+    retention: Sequence[CheckResult] = (),
 ) -> TurnVerdicts:
-    """The deterministic verdicts of one turn (judge and human come later)."""
+    """The deterministic verdicts of one turn (judge and human come later). Every turn with
+    an expectation or with tracked facts to keep gets a write verdict: its own `expect`
+    checks plus `retention` (no fact held and still expected was lost on this turn)."""
     verdicts = TurnVerdicts(
         scenario=record.scenario,
         repeat=record.repeat,
@@ -177,9 +185,13 @@ def check_turn(
         kind=record.session_kind,
     )
     expect, question = record.expect, record.question
-    if expect is not None:
-        verdicts.write_checks = write_checks(expect, scenario.facts, file, before)
+    own = write_checks(expect, scenario.facts, file, before) if expect is not None else []
+    if expect is not None or retention:
+        verdicts.write_checks = [*own, *retention]
         verdicts.write_check = verdict_from_checks(verdicts.write_checks)
+        if expect is not None and not own and verdicts.write_check.verdict == "pass":
+            # a note-only expectation is still the judge's or a human's to decide
+            verdicts.write_check = verdict_from_checks(own)
     if question is not None:
         verdicts.question_type = question.type
         if record.agent_error is not None:

@@ -242,6 +242,6 @@ def _grade_targets(rec: TurnRecord, v: TurnVerdicts | None) -> list[GradeTarget]
     targets: list[GradeTarget] = []
     if rec.question is not None:
         targets.append(GradeTarget("question", "answer", v.human if v else None))
-    if rec.expect is not None:
+    if rec.expect is not None or (v is not None and v.write_checks):
         targets.append(GradeTarget("write", "write", v.write_human if v else None))
     return targets

@@ -72,15 +72,18 @@ def outcomes(profile: Profile, repeats: int, seed: int = 0) -> list[CheckHistory
 
 def write_run(root: Path, histories: list[CheckHistory], run_id: str = "noisy") -> Path:
     """A run directory whose verdicts, once graded, are exactly `histories`: a write check
-    passes when its turn's file holds the turn's fact, a question when the answer names it."""
+    passes when its turn's file holds the turn's fact, a question when the answer names it.
+    Files keep every fact written before, so no turn loses one: retention passes on every turn,
+    and each eval turn adds a write check that always passes (a turn's write is checked too)."""
     run = RunDirBuilder(root, run_id=run_id)
     facts = {h.turn: {"match": [f"fact {h.turn}"]} for h in histories if h.kind == "write"}
     sc = run.scenario(histories[0].scenario, facts=facts)
     for repeat in range(len(histories[0].outcomes)):
+        held: list[str] = []
         for h in histories:
             passes = h.outcomes[repeat] == "pass"
             if h.kind == "write":
-                held = [f"- fact {h.turn}"] if passes else []
+                held = [*held, f"- fact {h.turn}"] if passes else held
                 sc.turn(
                     h.turn,
                     session=f"s{h.index:02d}",
@@ -94,6 +97,7 @@ def write_run(root: Path, histories: list[CheckHistory], run_id: str = "noisy") 
                 session=f"s{h.index:02d}",
                 kind="eval",
                 repeat=repeat,
+                file=memory(Goals=held),
                 answer=f"It is fact {h.turn}." if passes else "I do not know.",
                 question={
                     "type": h.metric.replace("_", "-"),

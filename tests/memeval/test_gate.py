@@ -142,18 +142,21 @@ def test_junit_has_a_case_per_question_and_write_with_evidence(tmp_path: Path) -
     path = write_junit(load_results(run), tmp_path / "out" / "junit.xml")
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
-    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "0")
+    # the eval turns' writes are checked too (retention of the fact s1t1 recorded)
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("5", "1", "0")
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert set(cases) == {
         "s1t1 write",
+        "s2q0 write",
         "s2q0 question (memory-dependent)",
+        "s2q1 write",
         "s2q1 question (memory-dependent)",
     }
     failure = cases["s2q1 question (memory-dependent)"].find("failure")
     assert failure is not None and failure.get("message", "").startswith("[check] failed:")
     assert "none of ['0.648'] in the answer" in (failure.text or "")
     code, _out, _ = gate(run, "--junit", tmp_path / "cli.xml")
-    assert code == 0 and ET.parse(tmp_path / "cli.xml").getroot().get("tests") == "3"
+    assert code == 0 and ET.parse(tmp_path / "cli.xml").getroot().get("tests") == "5"
 
 
 def test_junit_keeps_hostile_scenario_and_model_text_as_text(tmp_path: Path) -> None:

@@ -162,12 +162,18 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> list[CheckHistory]:
     repeats depart at a random turn, after which each check flips with probability 0.3),
     written as a run, graded and saved as a baseline by the CLI: the stored outcomes."""
     root = tmp_path_factory.mktemp("stored")
-    run_dir = write_run(root / "run", outcomes(Profile(), 10, seed=1))
+    simulated = outcomes(Profile(), 10, seed=1)
+    run_dir = write_run(root / "run", simulated)
     asyncio.run(grade_and_save(run_dir))
     code, _, _ = gate(run_dir, "--write-baseline", root / "baseline.json")
     assert code == 0
     _, baseline = load_baseline(root / "baseline.json")
-    assert baseline.repeats == 10 and len(baseline.checks) == 57
+    # 57 turns write-checked (retention on every turn after the first fact) plus 30 questions
+    assert baseline.repeats == 10 and len(baseline.checks) == 87
+    wanted = {(h.turn, h.kind): h.outcomes for h in simulated}
+    for check in baseline.checks:  # graded exactly as simulated; eval turns' writes all pass
+        expected = wanted.get((check.turn, check.kind), ["pass"] * 10)
+        assert check.outcomes == expected, check
     assert sum(c.flaky for c in baseline.checks) > 20  # noisy indeed
     return baseline.checks
 

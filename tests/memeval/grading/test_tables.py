@@ -48,7 +48,7 @@ def test_the_summary_line_reads_like_the_issue_asks(tmp_path: Path) -> None:
     results = asyncio.run(grade_and_save(build_sample_run(tmp_path / "run")))
     line = summary_line(results.metrics[0])
     assert line == (
-        "write-match 3/5 · memory-dependent 1/1 · memory-corruptible 0/1 · compactions 1 "
+        "write-match 6/8 · memory-dependent 1/1 · memory-corruptible 0/1 · compactions 1 "
         "(reached target 1) · dropped writes 1 · model calls/turn 1.8 · tokens/turn 1,405 · "
         "pipeline p50/p95 1.5/1.5 s (with compaction 6.0/6.0 s)"
     )

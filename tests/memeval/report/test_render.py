@@ -40,7 +40,7 @@ def test_summary_row_counts_the_runs_verdicts(sample_run: Path) -> None:
     table = next(e for e in elements if e.tag == "table" and "summary" in e.classes)
     row = text_of(table)
     # s2t1 (70-row convention deleted) and s2t2 (style lost in compaction) fail their writes
-    assert "3/5" in row and "1/1" in row and "0/1" in row
+    assert "6/8" in row and "1/1" in row and "0/1" in row
     (row,) = [text_of(e) for e in elements if e.tag == "tr" and text_of(e).startswith("book")]
     assert row.split()[:2] == ["book-summary", "Book-summary"]
     assert "1 (1)" in row  # one compaction, which reached the target
@@ -227,15 +227,16 @@ def test_the_designs_published_figures_sit_beside_a_bundled_scenarios_own(
         for e in elements
         if e.tag == "td" and "design-cell" in e.classes
     }
-    # the design's book-summary run: 22/23, 7/7, 3/3; this run: 3/5, 1/1, 0/1
-    assert cells["write-match"].split()[:1] == ["22/23"] and "63% of it" in cells["write-match"]
+    # the design's book-summary run: 22/23, 7/7, 3/3; this run: 6/8, 1/1, 0/1
+    assert cells["write-match"].split()[:1] == ["22/23"] and "78% of it" in cells["write-match"]
     assert "7/7" in cells["memory-dependent"] and "100% of it" in cells["memory-dependent"]
     assert "3/3" in cells["memory-corruptible"] and "0% of it" in cells["memory-corruptible"]
     assert "not this run's" in text_of(design)
-    assert "this run write-checks 5 of 8 turns" in text_of(design)
+    # every turn of the sample run is write-checked (retention), as in the design's scoring
+    assert "write-checks" not in text_of(design)
     # the run's own row keeps its own counts, and the page says where the design's come from
     (row,) = [text_of(e) for e in elements if e.tag == "tr" and text_of(e).startswith("book")]
-    assert "3/5" in row and "22/23" not in row
+    assert "6/8" in row and "22/23" not in row
     assert "graded by people" in html and "≈67 s" in html
 
 
