@@ -29,7 +29,7 @@ from memeval.rundir.create import snapshot_path, utc_now
 from memeval.rundir.record import ModelCall, ToolCallRecord, TurnRecord, append_event
 from memeval.rundir.update import UpdateRecord
 from memeval.scenario.schema import ResolvedScenario, ResolvedSession, TurnSpec
-from memeval.systems.base import MemoryKey, MemorySystem, SessionAware, SessionStart
+from memeval.systems.base import MemoryKey, MemorySystem, Restorable, SessionAware, SessionStart
 from memeval.tools import FixtureTools
 from memeval.tracing.tools import TracedTools
 from reference_memory.report import Status, UpdateReport
@@ -74,8 +74,9 @@ async def replay(unit: Unit, run_dir: Path, on_turn: ProgressHook | None = None)
                     for record in unit.done:
                         if record.session == session.id:
                             history.extend(record.messages)
-                else:
+                else:  # a fresh session (never one resumed mid-way: its file is restored)
                     await _start_session(unit, session)
+                    await _set_initial_memory(unit, session)
                 with unit.tracing.session(session.id, scenario.user, session.kind):
                     for turn in session.turns:
                         if turn.id in done_ids:
@@ -110,6 +111,21 @@ async def _start_session(unit: Unit, session: ResolvedSession) -> None:
             id=session.id, kind=session.kind, reference_memory=session.reference_memory
         )
         await unit.system.start_session(unit.key, start)
+
+
+NO_FILE = frozenset({"none", "full-history", "oracle"})  # systems that hold no settable file
+
+
+async def _set_initial_memory(unit: Unit, session: ResolvedSession) -> None:
+    """A session with `initial_memory` starts from that file: before its first turn the
+    system's file for the unit's key is set to it (`Restorable.restore`), so the first
+    update's `file_before` is that file. Systems without a file (none, full-history, and
+    oracle, which serves reference files) ignore it. A resumed run never calls this for a
+    session it resumes mid-way (the restored snapshot holds the later turns)."""
+    text = session.initial_memory
+    if text is None or unit.system.name in NO_FILE or not isinstance(unit.system, Restorable):
+        return
+    await unit.system.restore(unit.key, text, [])
 
 
 @dataclass

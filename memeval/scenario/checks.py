@@ -23,7 +23,10 @@ from memeval.scenario.schema import (
     TurnSpec,
 )
 from memeval.scenario.yamlsource import YPath
-from reference_memory import SECTIONS  # the skeleton's sections: where a fact may sit
+from reference_memory import (
+    SECTIONS,  # the skeleton's sections: where a fact may sit
+    missing_sections,
+)
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 ID_RULE = "letters, digits, '.', '_', '-'; no '/'"
@@ -129,14 +132,34 @@ def _responses(tool: Tool, path: YPath, params: set[str]) -> Iterator[Problem]:
                     yield Problem((*rpath, "when", key), problem, at_key=True)
 
 
+def _over_cap(text: str, path: YPath) -> Iterator[Problem]:
+    """A memory file written in a scenario must fit in the store (reference and initial)."""
+    if len(text) > MEMORY_CAP:
+        yield Problem(path, f"{len(text)} chars is over the {MEMORY_CAP}-char cap", at_key=True)
+
+
+def _initial_memory(text: str, path: YPath) -> Iterator[Problem]:
+    """The file a session starts from goes into the store as it is: under the cap, and in the
+    skeleton (every section, in order) like the files the pipeline writes."""
+    yield from _over_cap(text, path)
+    if missing := missing_sections(text):
+        yield Problem(
+            path,
+            f"not in the skeleton: missing or out of order {listing(missing)} "
+            f"(valid: the sections {listing(SECTIONS)} in this order)",
+            at_key=True,
+        )
+
+
 def _session(session: Session, path: YPath, known: Known) -> Iterator[Problem]:
     if session.reference_memory is not None:
         rpath = (*path, "reference_memory")
         if session.kind == "seed":
             yield Problem(rpath, "only eval sessions carry a reference memory", at_key=True)
-        elif len(session.reference_memory) > MEMORY_CAP:
-            size = len(session.reference_memory)
-            yield Problem(rpath, f"{size} chars is over the {MEMORY_CAP}-char cap", at_key=True)
+        else:
+            yield from _over_cap(session.reference_memory, rpath)
+    if session.initial_memory is not None:
+        yield from _initial_memory(session.initial_memory, (*path, "initial_memory"))
     for ti, turn in enumerate(session.turns):
         tpath = (*path, "turns", ti)
         if not turn.user.strip():

@@ -6,7 +6,9 @@ as "scenario/session", own ones by id — keeping each scenario's sessions in th
 an included session may call its scenario's tools, an own session every tool. Tool names must
 be unique across the combined scenario unless the definitions are identical. An included eval
 session's reference file describes memory in its own scenario; `reference_memories` replaces
-it with the file a good pipeline holds at that point of the combined run.
+it with the file a good pipeline holds at that point of the combined run. An included session
+may not carry `initial_memory` (a validation problem): memory is shared across the combined run,
+and setting a file would wipe every other scenario's facts.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def check_combined(scenario: Scenario, included: list[Included]) -> Iterator[Pro
     each scenario's order."""
     yield from _tool_conflicts(scenario, included)
     yield from _reference_memories(scenario, included)
+    yield from _included_initial_memories(scenario, included)
     if not scenario.include:
         if scenario.order:
             yield Problem(
@@ -116,6 +119,19 @@ def _reference_memories(scenario: Scenario, included: list[Included]) -> Iterato
             yield Problem(path, f"{len(text)} chars is over the {MEMORY_CAP}-char cap", True)
 
 
+def _included_initial_memories(scenario: Scenario, included: list[Included]) -> Iterator[Problem]:
+    """An included session must not start from an initial file: memory is shared across the
+    combined run, and setting it would overwrite every other scenario's facts."""
+    for i, inc in enumerate(included):
+        for session in inc.resolved.sessions:
+            if session.initial_memory is not None:
+                yield Problem(
+                    ("include", i),
+                    f"{inc.name}/{session.id} starts from initial_memory, which would overwrite"
+                    " the memory the combined run shares (include scenarios without it)",
+                )
+
+
 def _file_index(refs: dict[str, str], ref: str) -> int:
     """Position of a session within its own scenario (refs keep each file's order)."""
     same = [r for r, source in refs.items() if source == refs[ref]]
@@ -167,6 +183,7 @@ def build(scenario: Scenario, included: list[Included], path: str) -> ResolvedSc
             kind=own.kind,
             title=own.title,
             reference_memory=own.reference_memory,
+            initial_memory=own.initial_memory,
             think_time_s=own.think_time_s,
             tools=tools,
             turns=[t.model_copy(deep=True) for t in own.turns],

@@ -149,6 +149,13 @@ class Session(Strict):
     reference_memory: str | None = Field(
         None, description="Eval sessions: the file a good pipeline would hold at the start."
     )
+    initial_memory: str | None = Field(
+        None,
+        description=(
+            "The memory file this session starts from: set before its first turn (file"
+            " systems only; in the skeleton, <= the 8,000-char cap)."
+        ),
+    )
     think_time_s: float = Field(
         0.0,
         ge=0,
@@ -203,6 +210,7 @@ class ResolvedSession(BaseModel):
     kind: Literal["seed", "eval"]
     title: str = ""
     reference_memory: str | None = None
+    initial_memory: str | None = None  # the file set before the first turn (file systems)
     think_time_s: float = 0.0  # the user's pause between turns (used under --async-memory)
     tools: list[Tool] = Field(default_factory=list)  # the fixture tools live turns may call
     turns: list[TurnSpec]

@@ -45,5 +45,5 @@ def test_library_error_keeps_its_one_line() -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: unknown scenario 'no-such-scenario' (valid: agent-traces, book-summary, "
-        "combined, legal-rag; or a path to a .yaml file)"
+        "combined, compaction, legal-rag; or a path to a .yaml file)"
     ]

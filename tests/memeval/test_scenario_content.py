@@ -24,13 +24,14 @@ from memeval.scenario.schema import ResolvedScenario, ResolvedSession, TurnSpec
 from reference_memory.document import CAP, SECTIONS, TARGET, TRIGGER, parse
 
 SINGLE = ("book-summary", "legal-rag", "agent-traces")
-ALL = (*SINGLE, "combined")
+ALL = (*SINGLE, "combined", "compaction")
 # name: (turns, sessions, memory-dependent, memory-corruptible), each a minimum (issue 5)
 MINIMUMS = {
     "book-summary": (20, 5, 7, 3),
     "legal-rag": (10, 3, 5, 3),
     "agent-traces": (13, 3, 6, 3),
     "combined": (40, 12, 18, 9),
+    "compaction": (12, 3, 2, 1),  # not from issue 5: a small file under compaction pressure
 }
 SUBSECTIONED = ("Goals", "Projects")  # DESIGN §1: goals and projects are `### ` subsections
 
@@ -144,6 +145,36 @@ def test_combined_reference_files_show_pressure_on_the_file() -> None:
     assert sizes[-1] > 2 * single_max
 
 
+def test_compaction_starts_near_the_trigger_and_records_what_the_file_holds() -> None:
+    """compaction's first session starts from a file just under the trigger, in the skeleton;
+    its first turn records the fact of every [user] convention in it, and every other seed
+    turn that writes records a fact of its own, so each update must compact."""
+    scenario = load("compaction")
+    first = scenario.sessions[0]
+    initial = first.initial_memory or ""
+    assert 6800 <= len(initial) <= 6950 < TRIGGER
+    assert [s.title for s in parse(initial)] == list(SECTIONS)
+    first_records = first.turns[0].expect.records if first.turns[0].expect else []
+    conventions = next(s for s in parse(initial) if s.title == "Conventions")
+    for line in conventions.body.splitlines():
+        if line.startswith("- [user] "):
+            held = [fid for fid in first_records if find_any(scenario.facts[fid].match, line)]
+            assert held, f"convention not recorded by the first turn: {line}"
+    # every fact it records is held in the starting file as the grader checks it, but the
+    # one the turn itself adds
+    missing = [fid for fid in first_records if not check_fact(scenario.facts[fid], initial).holds]
+    assert missing == ["priya"]
+    seeds = [t for s in scenario.sessions if s.kind == "seed" for t in s.turns]
+    seen = set(first_records)
+    for turn in seeds[1:]:
+        assert turn.expect is not None
+        if turn.expect.unchanged:
+            continue
+        new = set(turn.expect.records) - seen
+        assert new, f"{turn.id} adds no tracked fact"
+        seen |= new
+
+
 def test_recorded_facts_are_in_every_later_reference_file(scenario: ResolvedScenario) -> None:
     """A fact recorded by an earlier seed turn holds in the reference file (on a [user] line,
     in its section, as the grader checks); once past its `until`, it is gone."""
@@ -170,6 +201,21 @@ def test_no_forbidden_pattern_in_any_reference_file(scenario: ResolvedScenario) 
     for _, session in eval_sessions(scenario):
         hit = find_any(sorted(forbids), session.reference_memory or "")
         assert hit is None, f"{session.id}: forbidden {hit}"
+
+
+def test_every_eval_turn_guards_its_write_and_the_reference_file_passes(
+    scenario: ResolvedScenario,
+) -> None:
+    """A live answer must not teach memory the wrong thing: every eval turn carries an expect
+    with at least one forbid or record (never `unchanged`, the pipeline may rewrite), and none
+    of its forbids matches its session's reference file."""
+    for item in asked(scenario):
+        expect = item.turn.expect
+        assert expect is not None, f"{item.turn.id}: eval turn without expect"
+        assert expect.forbids or expect.records, f"{item.turn.id}: expect guards nothing"
+        assert not expect.unchanged, f"{item.turn.id}: unchanged does not fit an eval turn"
+        hit = find_any(expect.forbids, item.session.reference_memory or "")
+        assert hit is None, f"{item.turn.id}: forbidden {hit} in {item.session.id}'s reference"
 
 
 def without_memory(item: Asked) -> str:
