@@ -7,8 +7,11 @@ one turn's write expectation or question: its pass history across the baseline's
 what tells a flaky check from a stable one), the command that made the run and the run's
 fingerprint (memeval.rundir.fingerprint).
 
-Files written by older memeval versions have no `checks`, `command` or `fingerprint`; they
-still load, and the gate says what it cannot tell without them.
+It also keeps each scenario's pipeline health counts (memory updates failed, model calls
+errored: memeval.health), so the gate can fail a run whose pipeline broke more often.
+
+Files written by older memeval versions have no `checks`, `command`, `fingerprint` or
+`health`; they still load, and the gate says what it cannot tell without them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from memeval.errors import ConfigError, RunDirError
+from memeval.health import HealthCounts, health_counts, run_health
 from memeval.rundir.fingerprint import Fingerprint
 from memeval.rundir.results import RunResults, ScenarioMetrics
 from memeval.rundir.saved import SavedRun
@@ -90,6 +94,9 @@ class Baseline(BaseModel):
     fingerprint: Fingerprint | None = None  # None: made before memeval recorded one
     metrics: list[ScenarioMetrics] = Field(default_factory=list)
     checks: list[CheckHistory] = Field(default_factory=list)  # empty in old baseline files
+    # per scenario: failed memory updates and model-call errors; None in old baseline files
+    # (and from a verdicts.json, which has no turn records)
+    health: list[HealthCounts] | None = None
 
     def checks_for(self, row: RowKey, metric: str) -> dict[CheckKey, CheckHistory]:
         return {c.key: c for c in self.checks if c.row == row and c.metric == metric}
@@ -140,6 +147,7 @@ def baseline_from_run(run: SavedRun) -> Baseline:
         fingerprint=run.info.fingerprint,
         metrics=results.metrics,
         checks=check_histories(results),
+        health=health_counts(run_health(run)),
     )
 
 

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from memeval.gate import GateConfig, GateReport, check_gate
 from memeval.gate_view import print_gate
 from memeval.grading.run import grade_run
+from memeval.health import RunHealth, run_health
 from memeval.junit import write_junit
 from memeval.models.base import CallRecord
 from memeval.models.pool import ModelPool, cache_path
@@ -25,6 +27,8 @@ from memeval.rundir.saved import SavedRun
 from memeval.summary import judge_trust_line, summary_line, summary_table
 from memeval.tracing.spans import setup_tracing
 
+EXIT_UNHEALTHY = 4  # memeval.cli.app's exit code for a run whose pipeline mostly failed
+
 
 @dataclass
 class Finished:
@@ -32,9 +36,14 @@ class Finished:
     report: Path
     gate: GateReport | None = None
     junit: Path | None = None
+    health: RunHealth | None = None
 
     @property
     def exit_code(self) -> int:
+        """4 when the memory pipeline mostly failed (before the gate's 1: a broken pipeline
+        explains any regression), else the gate's code, else 0."""
+        if self.health is not None and self.health.unhealthy:
+            return EXIT_UNHEALTHY
         return self.gate.exit_code if self.gate is not None else 0
 
 
@@ -86,10 +95,13 @@ async def finish_run(
         if pool is not None:
             pool.close()
         tracing.shutdown()
-    done = Finished(results=results, report=publish(run, results).report)
+    health = run_health(run)
+    done = Finished(results=results, report=publish(run, results).report, health=health)
     if baseline is not None:
         config = gate or GateConfig()
-        done.gate = check_gate(results, baseline, config, fingerprint=info.fingerprint)
+        done.gate = check_gate(
+            results, baseline, config, fingerprint=info.fingerprint, health=health
+        )
     if junit is not None:
         done.junit = write_junit(results, junit, done.gate)
     return done
@@ -115,9 +127,17 @@ def print_summary(done: Finished, console: Console | None = None) -> None:
     if console.width >= 120:  # the table needs room; the lines below say the same in brief
         console.print(summary_table(done.results))
     for metrics in done.results.metrics:
-        console.print(f"[bold]{metrics.scenario}[/]: {summary_line(metrics)}")
+        health = done.health.of(metrics.scenario) if done.health is not None else None
+        console.print(
+            f"[bold]{escape(metrics.scenario)}[/]: {escape(summary_line(metrics, health))}"
+        )
     trust = judge_trust_line(done.results)
     if trust:
         console.print(trust, markup=False)
     if done.gate is not None:
         print_gate(done.gate, console)
+
+
+def warning_lines(done: Finished) -> list[str]:
+    """The block `memeval run` prints on stderr when the pipeline mostly failed."""
+    return done.health.warning_lines() if done.health is not None else []

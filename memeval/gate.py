@@ -15,6 +15,11 @@ expectation or question) are matched with the baseline's by (scenario, system, t
 - Repeats, baseline without histories (written by an older memeval): rule (2) cannot be
   applied, and (3) uses Fisher's exact test on the pooled counts.
 
+The memory pipeline's health (memeval.health) is gated on counts: a scenario whose memory
+updates failed, or whose model calls errored, more often per repeat than in the baseline is
+a regression. A baseline written before memeval kept these counts is not compared on them,
+and the gate says so.
+
 Other numbers (compactions, calls, tokens, latency) are shown, never gated. A row only in
 the baseline is listed as missing, not failed, so a subset can be gated against a full
 baseline. Before the deltas the gate lists what differs between the baseline's fingerprint
@@ -38,6 +43,7 @@ from memeval.baseline import (
     row_key,
 )
 from memeval.errors import ConfigError
+from memeval.health import RunHealth
 from memeval.noise import (
     Stratum,
     fisher_one_sided,
@@ -148,9 +154,11 @@ def compare(
     *,
     fingerprint: Fingerprint | None = None,
     baseline_label: str = "",
+    health: RunHealth | None = None,
 ) -> GateReport:
-    """Judge every gated metric of every row of `results` against `baseline`."""
-    return compare_checks(
+    """Judge every gated metric of every row of `results` against `baseline`; with the run's
+    pipeline `health`, also its failed memory updates and model-call errors."""
+    report = compare_checks(
         results.metrics,
         check_histories(results),
         baseline,
@@ -159,6 +167,50 @@ def compare(
         fingerprint=fingerprint,
         baseline_label=baseline_label,
     )
+    if health is not None:
+        run_repeats = max((m.repeats for m in results.metrics), default=1)
+        health_deltas(report, baseline, health, run_repeats)
+    return report
+
+
+HEALTH_GATED = ("failed_updates", "model_call_errors")
+NO_HEALTH = (
+    "the baseline has no pipeline health counts (a file written by an older memeval, or a "
+    "verdicts.json): failed memory updates and model-call errors are not compared; refresh "
+    "it with `memeval gate RUN_DIR --write-baseline FILE`"
+)
+
+
+def health_deltas(
+    report: GateReport, baseline: Baseline, health: RunHealth, run_repeats: int
+) -> None:
+    """Add a delta per scenario for failed memory updates and model-call errors (when either
+    side has any): more per repeat than the baseline had is a regression. An older baseline
+    adds a note instead."""
+    if baseline.health is None:
+        report.notes.append(NO_HEALTH)
+        return
+    base_counts = {h.scenario: h for h in baseline.health}
+    base_repeats = max(baseline.repeats, 1)
+    for cur in health.scenarios.values():
+        base = base_counts.get(cur.scenario)
+        if base is None:
+            continue  # a scenario the baseline does not have is listed as new already
+        pairs = {
+            "failed_updates": (base.failed_updates, base.updates, cur.failed, cur.updates),
+            "model_call_errors": (base.call_errors, base.calls, cur.call_errors, cur.calls),
+        }
+        for metric in HEALTH_GATED:
+            b, b_of, c, c_of = pairs[metric]
+            if b == 0 and c == 0:
+                continue  # none on either side: nothing to show (as for the pass rates)
+            delta = Delta(cur.scenario, metric, f"{b}/{b_of}", f"{c}/{c_of}", f"{c - b:+d}", "ok")
+            if c * base_repeats > b * run_repeats:
+                delta.status = "regression"
+                delta.note = "more than the baseline had (per repeat)"
+            elif c * base_repeats < b * run_repeats:
+                delta.status = "improved"
+            report.deltas.append(delta)
 
 
 def compare_checks(
@@ -297,10 +349,13 @@ def check_gate(
     config: GateConfig = GateConfig(),
     *,
     fingerprint: Fingerprint | None = None,
+    health: RunHealth | None = None,
 ) -> GateReport:
     """Compare a graded run with a baseline; `memeval gate` and `memeval run --baseline`."""
     label, base = load_baseline(baseline)
-    return compare(results, base, config, fingerprint=fingerprint, baseline_label=label)
+    return compare(
+        results, base, config, fingerprint=fingerprint, baseline_label=label, health=health
+    )
 
 
 def _by_row_metric(

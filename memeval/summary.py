@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from memeval.health import ScenarioHealth
 from memeval.rundir.results import Latency, RunResults, ScenarioMetrics
 
 
-def summary_line(m: ScenarioMetrics) -> str:
-    """write-match 44/48 · memory-dependent 16/18 · ... · pipeline p50/p95 1.2/3.4 s (...)."""
+def summary_line(m: ScenarioMetrics, health: ScenarioHealth | None = None) -> str:
+    """write-match 44/48 · memory-dependent 16/18 · ... · pipeline p50/p95 1.2/3.4 s (...).
+
+    With the scenario's pipeline `health`, what went wrong in the pipeline comes first
+    ("memory updates failed 7/7 · updater call errors 14/14 · write-match ..."); a healthy
+    pipeline adds nothing."""
     parts = [
         f"write-match {m.write_match}",
         f"memory-dependent {m.memory_dependent}",
@@ -31,6 +36,8 @@ def summary_line(m: ScenarioMetrics) -> str:
     if is_async(m):
         parts.append(f"stale reads {m.stale_reads}/{m.memory_reads}")
         parts.append(f"update lag p50/p95 {_latency(m.update_lag)}")
+    if health is not None:
+        parts[:0] = health.figures()
     return " · ".join(parts)
 
 

@@ -1,6 +1,8 @@
 """The typer application and the one place errors become exit codes.
 
-Exit codes: 0 done; 1 regression found; 2 bad input (one line, no traceback); 3 internal error.
+Exit codes: 0 done; 1 regression found; 2 bad input (one line, no traceback); 3 internal error;
+4 `memeval run` / `memeval merge`: the memory pipeline failed on most of the run (more than
+half of its memory updates, or of one role's model calls; memeval.health), which outranks 1.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import typer
 
 from memeval.errors import MemevalError
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_UNHEALTHY = 0, 1, 2, 3, 4
 
 app = typer.Typer(
     name="memeval",

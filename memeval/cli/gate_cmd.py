@@ -34,10 +34,12 @@ def gate_command(
     ] = None,
 ) -> None:
     """Print what differs from the baseline's run and the metric deltas; exit 1 when a pass
-    rate dropped beyond what the baseline's spread explains."""
+    rate dropped beyond what the baseline's spread explains, or when memory updates failed or
+    model calls errored more often than in the baseline."""
     from memeval.baseline import baseline_warnings, write_baseline
     from memeval.gate import check_gate, gate_config
     from memeval.gate_view import print_gate
+    from memeval.health import run_health
     from memeval.junit import write_junit
     from memeval.rundir.saved import SavedRun
 
@@ -50,7 +52,9 @@ def gate_command(
     results = run.graded()
     report = None
     if baseline is not None:
-        report = check_gate(results, baseline, config, fingerprint=run.info.fingerprint)
+        report = check_gate(
+            results, baseline, config, fingerprint=run.info.fingerprint, health=run_health(run)
+        )
     if junit is not None:
         typer.echo(f"junit: {write_junit(results, junit, report)}")
     if write_baseline_to is not None:

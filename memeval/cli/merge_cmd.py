@@ -30,7 +30,7 @@ def merge_command(
 ) -> None:
     """Check the shards are one configuration, each once, all complete; write the merged run
     (run.json, events, snapshots, verdicts with the shards' judgements, tables, report)."""
-    from memeval.finish import merge_runs, print_summary
+    from memeval.finish import merge_runs, print_summary, warning_lines
     from memeval.gate import gate_config
 
     gate = gate_config(alpha, max_drop)
@@ -47,4 +47,7 @@ def merge_command(
     if done.gate is not None and done.gate.regressions:
         names = ", ".join(f"{d.scenario} {d.metric}" for d in done.gate.regressions)
         typer.echo(f"regression: {names}", err=True)
+    for line in warning_lines(done):
+        typer.echo(line, err=True)
+    if done.exit_code:
         raise typer.Exit(done.exit_code)

@@ -92,8 +92,13 @@ def run_command(
     ] = None,
 ) -> None:
     """Replay scenarios and write reports/<run-id>/ (run.json, events.jsonl, snapshots/,
-    tables, report.html); print a summary table and the report's path."""
-    from memeval.finish import finish_run, print_summary
+    tables, report.html); print a summary table and the report's path.
+
+    Exit codes: 0 done; 1 a regression against --baseline; 2 bad input; 3 internal error;
+    4 the memory pipeline failed on most of the run (more than half of the memory updates,
+    or of one role's model calls, errored): the scores measure the failures, see the
+    warning on stderr."""
+    from memeval.finish import finish_run, print_summary, warning_lines
     from memeval.gate import gate_config
     from memeval.models.spec import parse_spec
     from memeval.rundir.shard import parse_shard
@@ -162,4 +167,7 @@ def run_command(
     if done.gate is not None and done.gate.regressions:
         names = ", ".join(f"{d.scenario} {d.metric}" for d in done.gate.regressions)
         typer.echo(f"regression: {names}", err=True)
+    for line in warning_lines(done):
+        typer.echo(line, err=True)
+    if done.exit_code:
         raise typer.Exit(done.exit_code)

@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from memeval.health import RunHealth, run_health
 from memeval.report.cards import Card, build_card
 from memeval.report.chart import Chart, SessionSpan, SizePoint, size_chart
 from memeval.report.design_figures import DesignRow, design_row
@@ -81,6 +82,8 @@ class ReportView:
     # the published design's figures, after the last summary row of each bundled scenario
     design: dict[int, DesignRow] = field(default_factory=dict)  # summary index -> row
     checks_only: bool = False  # verdicts computed for display only; verdicts.json not written
+    # the memory pipeline's failures per scenario (memeval.health); None: no turns read
+    health: RunHealth | None = None
     data: dict[str, Any] = field(default_factory=dict)  # embedded as JSON for the page's script
 
 
@@ -120,6 +123,7 @@ def build_view(saved: SavedRun, results: RunResults | None) -> ReportView:
         units=units,
         graded=results is not None,
         n_turns=len(saved.events),
+        health=run_health(saved),
         data={"runId": run.run_id, "humanGrades": human, "memories": _share_memories(units)},
     )
 
