@@ -9,6 +9,7 @@ prompt edit made in a copy of the source tree, and passing again after a refresh
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -128,14 +129,16 @@ def test_crlf_checkouts_hash_like_lf_ones(tree: tuple[Path, dict[str, Path], Pat
 
 
 def test_a_baseline_without_fingerprint_says_what_to_run(tmp_path: Path) -> None:
-    [problem] = stale_baseline(BASELINE.parent / "memeval-baseline.json")
-    if "no fingerprint" not in problem:  # the committed file has been refreshed: use a copy
-        pytest.skip("the committed baseline has a fingerprint")
+    # a baseline from before fingerprints: the committed one with its fingerprint taken out
+    data = json.loads(BASELINE.read_text("utf-8"))
+    data.pop("fingerprint", None)
+    old = tmp_path / "memeval-baseline.json"
+    old.write_text(json.dumps(data), "utf-8")
+    [problem] = stale_baseline(old, scenario_dir=ROOT / "scenarios")
     assert problem == (
-        f"{BASELINE.parent / 'memeval-baseline.json'} has no fingerprint (made before memeval "
-        "recorded one), so nothing shows which prompts and code it gates; refresh it: "
-        "`memeval run combined --no-cache`, then `memeval gate reports/<run-id> "
-        f"--write-baseline {BASELINE.parent / 'memeval-baseline.json'}`, and commit it"
+        f"{old} has no fingerprint (made before memeval recorded one), so nothing shows which "
+        "prompts and code it gates; refresh it: `memeval run combined --no-cache`, then "
+        f"`memeval gate reports/<run-id> --write-baseline {old}`, and commit it"
     )
 
 
