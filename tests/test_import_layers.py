@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("memeval.rundir",),
     ("memeval.systems", "memeval.agent", "memeval.control_agent", "memeval.tracing.tools"),
     ("memeval.replay", "memeval.runner"),
-    ("memeval.grading",),
+    ("memeval.grading", "memeval.health"),
     (
         "memeval.report",
         "memeval.tables",

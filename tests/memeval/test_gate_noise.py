@@ -114,10 +114,15 @@ def test_one_repeat_on_both_sides_is_strict(tmp_path: Path) -> None:
 
 
 def test_an_old_baseline_file_is_read_and_says_what_it_lacks(tmp_path: Path) -> None:
+    # the committed baseline as it was written before checks, fingerprints and health
     data = json.loads((ROOT / "ci" / "memeval-baseline.json").read_text(encoding="utf-8"))
-    assert "checks" not in data and "fingerprint" not in data  # as committed before them
-    _, baseline = load_baseline(ROOT / "ci" / "memeval-baseline.json")
-    assert baseline.checks == [] and baseline.fingerprint is None
+    for later in ("checks", "fingerprint", "health"):
+        data.pop(later, None)
+    before = tmp_path / "before.json"
+    before.write_text(json.dumps(data), encoding="utf-8")
+    _, baseline = load_baseline(before)
+    assert baseline.checks == [] and baseline.fingerprint is None and baseline.health is None
+    assert baseline.metrics
     # an old file with repeats gates on pooled counts, as before
     old = {k: v for k, v in Baseline(run_id="old", repeats=5, metrics=[]).model_dump().items()}
     row = metrics_from_checks(histories({f"q{i}": "PPPPP" for i in range(4)}))[0]

@@ -232,7 +232,11 @@ def test_an_older_baseline_without_counts_is_not_compared_and_says_so(tmp_path: 
     assert code == 0, out
 
 
-def test_the_committed_ci_baseline_still_loads() -> None:
+def test_the_committed_ci_baseline_loads_with_and_without_health(tmp_path: Path) -> None:
     path = Path(__file__).resolve().parents[2] / "ci" / "memeval-baseline.json"
     baseline = Baseline.model_validate_json(path.read_text(encoding="utf-8"))
+    assert baseline.metrics and baseline.health  # written with health counts
+    older = json.loads(path.read_text(encoding="utf-8"))
+    del older["health"]  # as written before health counts
+    baseline = Baseline.model_validate_json(json.dumps(older))
     assert baseline.metrics and baseline.health is None

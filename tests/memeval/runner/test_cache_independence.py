@@ -69,7 +69,7 @@ def test_a_partly_warm_cache_gives_the_same_snapshots_and_verdicts(tmp_path: Pat
     db.commit()
     kept = db.execute("SELECT count(*) FROM responses").fetchone()[0]
     db.close()
-    assert total >= 10 and 0 < kept < total
+    assert total >= 4 and 0 < kept < total
     warm = run(tmp_path / "warm", cache)
 
     calls = [c for r in read_events(warm) for c in r.model_calls()]
