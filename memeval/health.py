@@ -21,11 +21,12 @@ from pydantic import BaseModel
 
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.saved import SavedRun
+from reference_memory.report import Status
 
-FAILED = ("failed", "skipped-safety-unavailable")
-REJECTED = "rejected-after-retries"
-DROPPED = "dropped-over-cap"
-NOT_AN_UPDATE = "skipped-incomplete-turn"
+FAILED = (Status.FAILED.value, Status.SKIPPED_SAFETY.value)
+REJECTED = Status.REJECTED.value
+DROPPED = Status.DROPPED.value
+NOT_AN_UPDATE = Status.NOT_COMPLETED.value
 ERROR_CHARS = 160  # the commonest error text is cut to this many characters when shown
 # what to do when a role's calls mostly failed (no `memeval models check` command exists)
 FIX = (

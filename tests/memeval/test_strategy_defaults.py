@@ -67,6 +67,16 @@ def test_only_an_embedded_model_writing_ops_gets_the_output_bound() -> None:
     assert choose_strategies(local, "ops", None)["updater_max_tokens"] == "400"
 
 
+async def update_once(tmp_path, models, strategies: dict[str, str]):
+    """One pipeline update built from the strategies as run.json records them."""
+    store = SQLiteStore(tmp_path / "m.sqlite")
+    try:
+        memory = FileMemory(models, store, **strategy_objects(strategies))
+        return await memory.update("dana", "acme", turn())
+    finally:
+        store.close()
+
+
 async def test_the_recorded_bound_reaches_the_updater_call_and_no_other(tmp_path) -> None:
     local = specs_of("local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-1.5b")
     strategies = choose_strategies(local, "ops", "classifier")
@@ -75,10 +85,7 @@ async def test_the_recorded_bound_reaches_the_updater_call_and_no_other(tmp_path
         updater=[ops(add("## Conventions", "- [user] Datasets have exactly 70 rows"))],
         safety=[ALLOW],
     )
-    store = SQLiteStore(tmp_path / "m.sqlite")
-    memory = FileMemory(models, store, **strategy_objects(strategies))
-    report = await memory.update("dana", "acme", turn())
-    store.close()
+    report = await update_once(tmp_path, models, strategies)
     assert report.written, report.errors
     assert [r.max_tokens for r in models["updater"].requests] == [LOCAL_OPS_MAX_TOKENS]
     assert models["summarizer"].requests[0].max_tokens == 300  # the pipeline's own default
@@ -114,10 +121,7 @@ async def test_the_recorded_deadline_decides_whether_a_slow_call_is_cancelled(
         updater=[ops(add("## Conventions", "- [user] Datasets have exactly 70 rows"))],
         safety=[ALLOW],
     )
-    store = SQLiteStore(tmp_path / "m.sqlite")
-    memory = FileMemory(models, store, **strategy_objects(strategies))
-    report = await memory.update("dana", "acme", turn())
-    store.close()
+    report = await update_once(tmp_path, models, strategies)
     assert report.written is written, report.errors
     if not written:
         assert any("timed out" in e for e in report.errors), report.errors
