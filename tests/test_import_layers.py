@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
         "memeval.tracing.phoenix",
     ),
     ("memeval.scenario", "memeval.models", "memeval.tools", "memeval.strategy_defaults"),
-    ("memeval.rundir",),
+    ("memeval.rundir", "memeval.importers"),
     ("memeval.systems", "memeval.agent", "memeval.control_agent", "memeval.tracing.tools"),
     ("memeval.replay", "memeval.runner"),
     ("memeval.grading", "memeval.health"),

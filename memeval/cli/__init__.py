@@ -12,6 +12,7 @@ from memeval.cli import (  # noqa: F401  (each module registers its commands)
     compare_cmd,
     gate_cmd,
     grade_cmd,
+    import_cmd,
     merge_cmd,
     phoenix_cmd,
     report_cmd,

@@ -66,6 +66,7 @@ class UnitView:
     grid: list[GridRow]
     sessions: list[SessionBlock]
     failing: int = 0
+    description: str = ""  # the scenario's own; an imported one names its source there
 
 
 @dataclass
@@ -213,6 +214,7 @@ def _unit(
         grid=grid,
         sessions=sessions,
         failing=sum(1 for c in cards if c.failing),
+        description=resolved.description if (resolved := run.scenarios.get(scenario)) else "",
     )
 
 
