@@ -229,6 +229,8 @@ async def execute(options: RunOptions) -> RunOutcome:
         raise
     finally:
         info.finished_at = utc_now()
+        for role, learned in pool.capabilities().items():
+            info.model_info.setdefault(role, {})["capabilities"] = learned
         if info.fingerprint is not None:
             calls = [c.cached for r in read_events(run_dir) for c in r.model_calls()]
             info.fingerprint.cache = cache_use(calls, enabled=config.cache)

@@ -89,6 +89,7 @@ def questions_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
                 "repeat": t.repeat,
                 "turn": t.turn,
                 "type": t.question_type,
+                "tags": " ".join(t.question_tags),
                 "criterion": q.criterion if q else None,
                 "answer": r.answer if r else None,
                 "tool_calls": " ".join(c.name for c in r.tool_calls) if r else "",
@@ -103,6 +104,7 @@ def questions_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
                 "verdict": t.question.verdict,
                 "not_attempted": t.question.not_attempted,
                 "source": t.question.source,
+                "answer_f1": t.answer_f1,
             }
         )
     return pd.DataFrame(rows)

@@ -4,8 +4,9 @@ no module imports from a layer above its own.
 
 Layers, lowest first (a module's layer is that of its longest matching prefix):
 reference_memory < errors, version, plugins, progress, tracing core < scenario, models, tools
-< rundir < systems, agent, traced tools < replay, runner < grading < report, tables, gate,
-baseline, compare, junit, summary, annotations < publish, finish < cli and the public face. Within a
+< rundir < systems, agent, traced tools < replay, runner < grading, health, importers < report,
+tables, gate, baseline, compare, junit, summary, annotations < publish, finish < cli and the
+public face. Within a
 layer any direction is allowed; a cycle never is. The report renders results and never
 grades, so report -> grading is refused even though it points downward.
 """
@@ -37,10 +38,10 @@ LAYERS: list[tuple[str, ...]] = [
         "memeval.tracing.phoenix",
     ),
     ("memeval.scenario", "memeval.models", "memeval.tools", "memeval.strategy_defaults"),
-    ("memeval.rundir", "memeval.importers"),
+    ("memeval.rundir",),
     ("memeval.systems", "memeval.agent", "memeval.control_agent", "memeval.tracing.tools"),
     ("memeval.replay", "memeval.runner"),
-    ("memeval.grading", "memeval.health"),
+    ("memeval.grading", "memeval.health", "memeval.importers"),
     (
         "memeval.report",
         "memeval.tables",

@@ -14,6 +14,7 @@ from memeval.cli import (  # noqa: F401  (each module registers its commands)
     grade_cmd,
     import_cmd,
     merge_cmd,
+    models_cmd,
     phoenix_cmd,
     report_cmd,
     run_cmd,

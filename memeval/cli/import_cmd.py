@@ -44,14 +44,23 @@ def import_locomo_command(
             help="Keep the first N sessions and only the questions whose evidence lies in them.",
         ),
     ] = None,
+    f1_min: Annotated[
+        float | None,
+        typer.Option(
+            "--f1-min",
+            metavar="F1",
+            help="Make answer_f1 a check: fail answers below this token F1 (default: reported).",
+        ),
+    ] = None,
 ) -> None:
     """One LoCoMo conversation sample (locomo10.json) as a scenario."""
     from memeval.importers.locomo import import_locomo
 
-    doc, source = import_locomo(file, sample=sample, sessions=sessions)
+    doc, source = import_locomo(file, sample=sample, sessions=sessions, f1_min=f1_min)
     args = ["locomo", str(file), "--out", str(out)]
     args += ["--sample", sample] if sample else []
     args += ["--sessions", str(sessions)] if sessions else []
+    args += ["--f1-min", f"{f1_min:g}"] if f1_min is not None else []
     _write(doc, source, out, args)
 
 

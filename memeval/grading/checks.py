@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
+from memeval.grading.f1 import token_f1
 from memeval.grading.matching import check_fact, excerpt, find_any, matches, search
 from memeval.rundir.record import ToolCallRecord
 from memeval.rundir.results import CheckResult, Verdict
@@ -50,8 +51,8 @@ def write_checks(
 def question_checks(
     question: Question, answer: str, tool_calls: Sequence[ToolCallRecord]
 ) -> list[CheckResult]:
-    """answer_matches (every group, any-of within one), answer_excludes, must_call and
-    must_not_call against the tools the agent actually called this turn."""
+    """answer_matches (every group, any-of within one), answer_excludes, answer_f1 when it
+    has a `min`, must_call and must_not_call against the tools the agent actually called."""
     checks: list[CheckResult] = []
     for i, group in enumerate(question.answer_matches):
         hit = find_any(group, answer)
@@ -68,6 +69,11 @@ def question_checks(
         bad = [f"{p!r}: {excerpt(answer, m)}" for p, m in hits if m is not None]
         evidence = "found " + "; ".join(bad) if bad else f"none of {question.answer_excludes}"
         checks.append(CheckResult(name="answer_excludes", passed=not bad, evidence=evidence))
+    f1 = question.answer_f1
+    if f1 is not None and f1.min is not None:
+        score = token_f1(answer, f1.gold)
+        evidence = f"F1 {score:.2f} against {f1.gold!r} (min {f1.min:g})"
+        checks.append(CheckResult(name="answer_f1", passed=score >= f1.min, evidence=evidence))
     called = [call.name for call in tool_calls]
     made = ", ".join(called) or "no tool calls"
     for name in question.must_call:

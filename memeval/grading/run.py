@@ -22,6 +22,7 @@ from typing import Any
 from memeval.grading import human
 from memeval.grading.calibrate import calibrate, judge_calibration, scenario_controls
 from memeval.grading.checks import question_checks, verdict_from_checks, write_checks
+from memeval.grading.f1 import token_f1
 from memeval.grading.judge import (
     DEFAULT_TIMEOUT_S,
     JudgeRequest,
@@ -194,6 +195,7 @@ def check_turn(
             verdicts.write_check = verdict_from_checks(own)
     if question is not None:
         verdicts.question_type = question.type
+        verdicts.question_tags = list(question.tags)
         if record.agent_error is not None:
             reason = f"the agent failed: {' '.join(record.agent_error.split())}"
             verdicts.question_check = Verdict(verdict="error", source="check", reason=reason)
@@ -201,6 +203,8 @@ def check_turn(
             answer = record.answer or ""
             verdicts.question_checks = question_checks(question, answer, record.tool_calls)
             verdicts.question_check = verdict_from_checks(verdicts.question_checks)
+            if question.answer_f1 is not None:
+                verdicts.answer_f1 = round(token_f1(answer, question.answer_f1.gold), 4)
     compose(verdicts)
     return verdicts
 

@@ -11,8 +11,12 @@ The mapping (DESIGN §7.5):
   are dropped then, and kept when nothing is cut);
 - categories 1-4 are memory-dependent and 5 (adversarial) memory-corruptible under the
   benchmark's own rule (the answer says the information is not available). The category
-  stays in the turn id (`q017-c2`: question 17 of the sample, category 2) because category
-  names differ between sources while the integers do not.
+  is kept as the tag `locomo-cN` and in the turn id (`q017-c2`: question 17 of the sample,
+  category 2) because category names differ between sources while the integers do not;
+- categories 1-4 carry `answer_f1` with the gold answer, LoCoMo's own deterministic metric:
+  recorded for every answer and reported per tag; a check (with controls it decides: the
+  gold answer passes, "I don't know" fails) only with `--f1-min`, since a right answer in a
+  full sentence scores far below a bare one.
 
 Facts: LoCoMo's per-session observations are free sentences with no span a memory file would
 hold verbatim, so none becomes a tracked fact (a substring check on them would fail good
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.errors import ConfigError
+from memeval.grading.f1 import token_f1
 from memeval.importers.common import Source, need, parse_json, read_bytes, slug
 
 LICENCE = "LoCoMo (snap-research/locomo) is released under CC BY-NC 4.0"
@@ -34,11 +39,12 @@ SESSION_KEY = re.compile(r"^session_(\d+)$")
 EVIDENCE = re.compile(r"D(\d+):(\d+)")
 CATEGORIES = (1, 2, 3, 4, 5)
 PHOTO_WORDS = ("a photo", "a picture", "an image", "a screenshot")  # how BLIP captions open
+DONT_KNOW = "I don't know; I don't have that information."
 SEED_NOTE = "Imported conversation: LoCoMo has no per-turn memory ground truth to check."
 
 
 def import_locomo(
-    path: Path, sample: str | None = None, sessions: int | None = None
+    path: Path, sample: str | None = None, sessions: int | None = None, f1_min: float | None = None
 ) -> tuple[dict[str, Any], Source]:
     """The scenario document for one sample of a LoCoMo file, and where it came from."""
     raw, sha = read_bytes(path)
@@ -68,7 +74,10 @@ def import_locomo(
         kept = numbers
     seed = [_session(n, conversation, speaker_a, speaker_b, f"{where}: session_{n}") for n in kept]
     qa = need(chosen.get("qa", []), list, where, "a `qa` list")
-    turns, dropped = _questions(qa, set(kept), cut=len(kept) < len(numbers), where=where)
+    if f1_min is not None and not 0 < f1_min <= 1:
+        raise ConfigError(f"--f1-min {f1_min}: not an F1 score (valid: above 0, at most 1)")
+    cut = len(kept) < len(numbers)
+    turns, dropped = _questions(qa, set(kept), cut=cut, where=where, f1_min=f1_min)
     selection = (
         f"sample {sample_id}, sessions {kept[0]}-{kept[-1]} of {len(numbers)},"
         f" {len(turns)} of {len(qa)} questions"
@@ -195,7 +204,7 @@ def _evidence_sessions(evidence: Any) -> set[int] | None:
 
 
 def _questions(
-    qa: list[Any], kept: set[int], cut: bool, where: str
+    qa: list[Any], kept: set[int], cut: bool, where: str, f1_min: float | None
 ) -> tuple[list[dict[str, Any]], int]:
     turns: list[dict[str, Any]] = []
     dropped = 0
@@ -210,22 +219,30 @@ def _questions(
         if cut and (cited is None or not cited <= kept):
             dropped += 1
             continue
-        spec = _adversarial(item) if category == 5 else _answerable(item, at)
+        spec = _adversarial(item) if category == 5 else _answerable(item, at, f1_min)
+        spec["tags"] = [f"locomo-c{category}"]
         turns.append({"id": f"q{index:03d}-c{category}", "user": question, "question": spec})
     return turns, dropped
 
 
-def _answerable(item: dict[str, Any], at: str) -> dict[str, Any]:
+def _answerable(item: dict[str, Any], at: str, f1_min: float | None) -> dict[str, Any]:
     answer = item.get("answer")
     gold = str(need(answer, (str, int, float), at, "the gold `answer`")).strip()
-    return {
+    spec: dict[str, Any] = {
         "type": "memory-dependent",
         "criterion": (
             f"Gives LoCoMo's gold answer: {gold}. The same fact in other words, or a date in"
             " another format, counts; an answer that gives something else, or says it does"
             " not know, fails."
         ),
+        "answer_f1": {"gold": gold},
     }
+    if f1_min is not None:
+        spec["answer_f1"]["min"] = f1_min
+        # controls the F1 check decides: the gold answer itself, and not knowing
+        if token_f1(DONT_KNOW, gold) < f1_min:
+            spec["controls"] = {"pass": [gold], "fail": [DONT_KNOW]}
+    return spec
 
 
 def _adversarial(item: dict[str, Any]) -> dict[str, Any]:

@@ -1,15 +1,21 @@
 """`openai:MODEL`: any OpenAI-compatible chat endpoint through the `openai` package.
 
 OPENAI_API_KEY / OPENAI_BASE_URL select the server (OpenAI, vLLM, Ollama, llama.cpp server).
-Structured output asks for `json_schema` first and steps down, once per model, to the forms a
-server accepts (llama.cpp's server rejects OpenAI-style json_schema). Rate limits, 5xx,
-timeouts, garbage bodies and non-JSON answers to a schema are retried with exponential
-backoff; at most `concurrency` requests per model are in flight.
+Structured output: before the first call with a schema, one tiny probe per mode (strongest
+first) finds the response-format mode this server accepts, once per model instance; an error
+whose text names `response_format`, `json_schema` or a schema is a rejection that steps down,
+whatever its status code (llama-cpp-python's server answers json_schema with HTTP 500), and is
+never retried. A server that rejects `tools` gets them in the prompt instead (the reply is one
+JSON object: a call or an answer); a response without `usage` gets its tokens estimated
+(4 characters a token) and says so in `capabilities()`. Rate limits, other 5xx, timeouts,
+garbage bodies and non-JSON answers to a schema are retried with exponential backoff; at most
+`concurrency` requests per model are in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -32,6 +38,42 @@ PLACEHOLDER_KEY = "not-needed"  # compatible servers on OPENAI_BASE_URL often ta
 
 # Response-format modes, strongest first; a server that rejects one gets the next.
 JSON_MODES = ("json_schema", "json_schema-loose", "json_object+schema", "json_object", "prompt")
+# An error whose text names one of these rejects the response format, whatever its status.
+FORMAT_WORDS = ("response_format", "json_schema", "schema")
+TOOL_WORDS = ("tools", "tool_choice", "tool call", "function call")
+PROBE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
+PROBE_MESSAGES: list[Message] = [
+    {"role": "user", "content": 'Reply with this JSON object and nothing else: {"ok": true}'}
+]
+TOOL_PROBE: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "current_time",
+            "description": "The current time in a time zone.",
+            "parameters": {
+                "type": "object",
+                "properties": {"zone": {"type": "string"}},
+                "required": ["zone"],
+            },
+        },
+    }
+]
+TOOL_PROBE_MESSAGES: list[Message] = [
+    {"role": "user", "content": "What time is it in UTC? Call the current_time function."}
+]
+PROMPT_TOOLS = """You can call these functions (JSON signatures):
+{signatures}
+
+Reply with exactly one JSON object and nothing else:
+- to call a function: {{"name": "<function name>", "arguments": {{...}}}}
+- to reply to the user: {{"answer": "<your reply>"}}"""
+CHARS_PER_TOKEN = 4  # the estimate used when a server reports no usage
 
 _RETRYABLE = (
     openai.RateLimitError,
@@ -78,14 +120,23 @@ class OpenAIModel:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.json_mode = JSON_MODES[0]  # steps down when the server rejects it
+        self.json_mode_settled = False  # True once a probe (or a call) found a working mode
+        self.probe_calls = 0  # requests spent finding the mode (not a turn's calls)
+        self.prompt_tools = False  # the server rejects or ignores `tools`: they go in the prompt
+        self.tools_settled = False  # True once a probe (or a call) decided how tools go
+        self.usage_estimated = False  # a response came without `usage`
         self._send_temperature = True
         self._max_tokens_key = "max_tokens"
-        # httpx clients and semaphores belong to one event loop: keep one of each per loop.
+        # httpx clients, semaphores and locks belong to one event loop: one of each per loop.
         self._per_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[AsyncOpenAI, asyncio.Semaphore]
+            asyncio.AbstractEventLoop, tuple[AsyncOpenAI, asyncio.Semaphore, asyncio.Lock]
         ] = weakref.WeakKeyDictionary()
 
     def _client(self) -> tuple[AsyncOpenAI, asyncio.Semaphore]:
+        client, limit, _ = self._loop_state()
+        return client, limit
+
+    def _loop_state(self) -> tuple[AsyncOpenAI, asyncio.Semaphore, asyncio.Lock]:
         loop = asyncio.get_running_loop()
         if loop not in self._per_loop:
             client = AsyncOpenAI(
@@ -94,8 +145,77 @@ class OpenAIModel:
                 timeout=self.timeout_s,
                 max_retries=0,  # retries happen here, where garbage answers are retried too
             )
-            self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency))
+            self._per_loop[loop] = (client, asyncio.Semaphore(self.concurrency), asyncio.Lock())
         return self._per_loop[loop]
+
+    def capabilities(self) -> dict[str, Any]:
+        """What this run learned about the server (run.json records it per role)."""
+        return {
+            "json_mode": self.json_mode if self.json_mode_settled else None,
+            "probe_calls": self.probe_calls,
+            "tools": ("prompt" if self.prompt_tools else "native") if self.tools_settled else None,
+            "usage": "estimated" if self.usage_estimated else "reported",
+        }
+
+    async def settle_tools(self) -> bool:
+        """Whether this server calls tools natively, found once by a tiny probe: a request
+        that needs a tool, answered with a native call of it. A server that rejects `tools`,
+        or accepts and ignores them (llama-cpp-python's server with a chat format without
+        function calling answers in text), gets them in the prompt instead. A probe that
+        fails for another reason leaves it undecided (native until a call is rejected)."""
+        if self.tools_settled:
+            return not self.prompt_tools
+        client, limit, lock = self._loop_state()
+        async with lock:
+            if self.tools_settled:
+                return not self.prompt_tools
+            request = self._request(TOOL_PROBE_MESSAGES, TOOL_PROBE, None, None, 64, 0.0)
+            self.probe_calls += 1
+            try:
+                async with limit:
+                    raw = await _create(client, request)
+                calls = _parse(raw, False).tool_calls
+            except openai.APIStatusError as exc:
+                if not _names(exc, TOOL_WORDS):
+                    return True
+                calls = []
+            except (*_RETRYABLE, _Garbage, ModelError):
+                return True
+            self.prompt_tools = not any(c.name == "current_time" for c in calls)
+            self.tools_settled = True
+        return not self.prompt_tools
+
+    async def settle_json_mode(self) -> str:
+        """The response-format mode this server accepts, found once by a tiny probe per mode
+        (strongest first); concurrent callers wait for the one probe. A probe that fails for
+        another reason (rate limit, timeout, server fault) leaves the mode unsettled: the
+        calls themselves then step down or retry."""
+        if self.json_mode_settled:
+            return self.json_mode
+        client, limit, lock = self._loop_state()
+        async with lock:
+            while not self.json_mode_settled:
+                mode = self.json_mode
+                request = self._request(PROBE_MESSAGES, None, PROBE_SCHEMA, mode, 64, 0.0)
+                self.probe_calls += 1
+                try:
+                    async with limit:
+                        raw = await _create(client, request)
+                    _parse(raw, True)
+                except openai.APIStatusError as exc:
+                    if self._adapt(exc, mode) and mode != self.json_mode:
+                        continue  # this mode is rejected: probe the next one
+                    if self._adapt_parameters(exc):
+                        continue
+                    return self.json_mode
+                except _Garbage:
+                    if not self._step_down(mode):
+                        self.json_mode_settled = True
+                    continue  # accepted but not JSON: a weaker mode may constrain better
+                except (openai.APITimeoutError, openai.APIConnectionError, ModelError):
+                    return self.json_mode
+                self.json_mode_settled = True
+        return self.json_mode
 
     async def chat(
         self,
@@ -107,20 +227,50 @@ class OpenAIModel:
         temperature: float = 0.0,
     ) -> ChatResponse:
         guard.check_allowed(self.name)
+        if schema is not None and not self.json_mode_settled:
+            await self.settle_json_mode()
+        if tools and not self.tools_settled:
+            await self.settle_tools()
         client, limit = self._client()
         started = time.perf_counter()
         attempt = 0
         while True:
             mode = self.json_mode if schema is not None else None
-            request = self._request(messages, tools, schema, mode, max_tokens, temperature)
+            prompt_tools = bool(tools) and self.prompt_tools
+            request = self._request(
+                _tools_in_prompt(messages, tools) if prompt_tools and tools else messages,
+                None if prompt_tools else tools,
+                schema,
+                mode,
+                max_tokens,
+                temperature,
+            )
             try:
                 async with limit:
                     raw = await _create(client, request)
                 response = _parse(raw, schema is not None)
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if prompt_tools and tools:
+                    response = _tool_reply(response, tools)
+            except openai.APIStatusError as exc:
+                # Format and tools rejections step down whatever the status (never retried).
                 if self._adapt(exc, mode):
-                    continue  # the server rejected a parameter we can do without: ask again
-                raise ModelError(f"{self.name}: request rejected: {_brief(exc)}") from exc
+                    continue
+                if tools and not self.prompt_tools and _names(exc, TOOL_WORDS):
+                    self.prompt_tools = self.tools_settled = True
+                    continue
+                if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+                    if self._adapt_parameters(exc):
+                        continue  # the server rejected a parameter we can do without
+                    raise ModelError(f"{self.name}: request rejected: {_brief(exc)}") from exc
+                if not isinstance(exc, _RETRYABLE):
+                    raise ModelError(f"{self.name}: HTTP {exc.status_code}: {_brief(exc)}") from exc
+                if attempt >= self.max_retries:
+                    raise ModelError(
+                        f"{self.name}: failed after {attempt + 1} attempts: {_brief(exc)}"
+                    ) from exc
+                await asyncio.sleep(self._delay(attempt, exc))
+                attempt += 1
+                continue
             except (*_RETRYABLE, _Garbage) as exc:
                 if attempt >= self.max_retries:
                     raise ModelError(
@@ -129,8 +279,15 @@ class OpenAIModel:
                 await asyncio.sleep(self._delay(attempt, exc))
                 attempt += 1
                 continue
-            except openai.APIStatusError as exc:
-                raise ModelError(f"{self.name}: HTTP {exc.status_code}: {_brief(exc)}") from exc
+            if raw_usage_missing(raw):
+                self.usage_estimated = True
+                response.prompt_tokens = _estimate(request["messages"])
+                response.completion_tokens = _estimate(
+                    [{"content": response.content or ""}]
+                    + [{"content": json.dumps(c.arguments)} for c in response.tool_calls]
+                )
+            if mode is not None:
+                self.json_mode_settled = True  # this mode answered: keep it
             response.latency_s = time.perf_counter() - started
             response.model = self.name
             return response
@@ -168,26 +325,34 @@ class OpenAIModel:
         return request
 
     def _adapt(self, exc: openai.APIStatusError, mode: str | None) -> bool:
-        """Learn from a 400/422 that names a parameter this server or model does not take.
+        """A rejection of the response format (any status whose text names it): step down to
+        the next mode, once per model instance. False when `exc` is something else or no
+        weaker mode is left."""
+        if mode is None or not _names(exc, FORMAT_WORDS):
+            return False
+        if self.json_mode != mode:
+            return True  # another call stepped down already: ask again in the new mode
+        return self._step_down(mode)
 
-        Reasoning models reject `temperature` and want `max_completion_tokens`; some servers
-        reject a response_format. Each adaptation happens once per model instance.
-        """
-        text = str(exc).lower()
+    def _step_down(self, mode: str) -> bool:
+        index = JSON_MODES.index(mode)
+        if index + 1 >= len(JSON_MODES):
+            return False
+        self.json_mode = JSON_MODES[index + 1]
+        return True
+
+    def _adapt_parameters(self, exc: openai.APIStatusError) -> bool:
+        """Learn from a 400/422 that names a parameter this server or model does not take:
+        reasoning models reject `temperature` and want `max_completion_tokens`. Each
+        adaptation happens once per model instance."""
+        text = _error_text(exc)
         if "temperature" in text and self._send_temperature:
             self._send_temperature = False
             return True
         if "max_tokens" in text and self._max_tokens_key == "max_tokens":
             self._max_tokens_key = "max_completion_tokens"
             return True
-        if mode is None or not any(w in text for w in ("response_format", "schema", "json")):
-            return False
-        index = JSON_MODES.index(mode)
-        if index + 1 >= len(JSON_MODES):
-            return False
-        if self.json_mode == mode:
-            self.json_mode = JSON_MODES[index + 1]
-        return True
+        return False
 
     def _delay(self, attempt: int, exc: BaseException) -> float:
         """Retry-After when the server sends one, else exponential backoff with jitter."""
@@ -239,6 +404,84 @@ def _parse(raw: Any, want_json: bool) -> ChatResponse:
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
     )
+
+
+def _error_text(exc: openai.APIStatusError) -> str:
+    """The error's message and body, lowercased: what a rejection names."""
+    body = getattr(exc, "body", None)
+    return f"{exc} {json.dumps(body, default=str) if body is not None else ''}".lower()
+
+
+def _names(exc: openai.APIStatusError, words: Sequence[str]) -> bool:
+    text = _error_text(exc)
+    return any(word in text for word in words)
+
+
+def raw_usage_missing(raw: Any) -> bool:
+    usage = getattr(raw, "usage", None)
+    return usage is None or not (getattr(usage, "prompt_tokens", 0) or 0)
+
+
+def _estimate(messages: Sequence[Mapping[str, Any]]) -> int:
+    chars = sum(
+        len(m.get("content") or "") if isinstance(m.get("content"), str) else 0 for m in messages
+    )
+    return max(1, -(-chars // CHARS_PER_TOKEN))
+
+
+def _tools_in_prompt(
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]
+) -> list[Message]:
+    """For a server without tool calling: earlier calls and results as plain turns, and the
+    tools described last (static prefixes stay cacheable)."""
+    out: list[Message] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            calls = [
+                {"name": c["function"]["name"], "arguments": _arguments(c["function"])}
+                for c in message["tool_calls"]
+            ]
+            out.append(
+                {"role": "assistant", "content": json.dumps(calls[0] if len(calls) == 1 else calls)}
+            )
+        elif role == "tool":
+            name = message.get("name") or "the function"
+            out.append({"role": "user", "content": f"Result of {name}: {message.get('content')}"})
+        else:
+            out.append(dict(message))
+    signatures = "\n".join(
+        json.dumps(t.get("function", t), ensure_ascii=False, sort_keys=True) for t in tools
+    )
+    out.append({"role": "system", "content": PROMPT_TOOLS.format(signatures=signatures)})
+    return out
+
+
+def _arguments(function: Mapping[str, Any]) -> Any:
+    try:
+        return json.loads(function.get("arguments") or "{}")
+    except ValueError:
+        return {}
+
+
+def _tool_reply(response: ChatResponse, tools: Sequence[Mapping[str, Any]]) -> ChatResponse:
+    """A prompt-tools reply as a tool call or an answer; anything else stays the answer."""
+    text = (response.content or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return response
+    names = {t.get("function", t).get("name") for t in tools}
+    if isinstance(data, dict) and data.get("name") in names:
+        given = data.get("arguments")
+        arguments: dict[str, Any] = given if isinstance(given, dict) else {}
+        call_id = "call_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+        response.content, response.tool_calls = None, [ToolCall(call_id, data["name"], arguments)]
+    elif isinstance(data, dict) and isinstance(data.get("answer"), str):
+        response.content = data["answer"]
+    return response
 
 
 def _strict(schema: Mapping[str, Any]) -> bool:

@@ -54,6 +54,17 @@ class ModelPool:
             models[role] = RecordingModel(model, role, sink)
         return models
 
+    def capabilities(self) -> dict[str, dict[str, Any]]:
+        """Per role, what its back end learned about its server during the run (the
+        response-format mode it probed, prompt tools, estimated usage): run.json keeps it."""
+        out: dict[str, dict[str, Any]] = {}
+        for role, spec in self.specs.items():
+            instance = self._instances.get(spec)
+            learned = getattr(instance, "capabilities", None)
+            if callable(learned):
+                out[role] = learned()
+        return out
+
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()

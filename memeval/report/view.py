@@ -17,6 +17,7 @@ from memeval.report.design_figures import DesignRow, design_row
 from memeval.report.diff import FileDiff, file_diff
 from memeval.report.grid import GridRow, attach_losses, grid_row
 from memeval.report.links import phoenix_base, phoenix_link
+from memeval.report.tags import TagRow, tag_rows
 from memeval.rundir.record import RunInfo, TurnRecord
 from memeval.rundir.results import JudgeCalibration, RunResults, ScenarioMetrics
 from memeval.rundir.saved import SavedRun
@@ -85,6 +86,7 @@ class ReportView:
     checks_only: bool = False  # verdicts computed for display only; verdicts.json not written
     # the memory pipeline's failures per scenario (memeval.health); None: no turns read
     health: RunHealth | None = None
+    tags: list[TagRow] = field(default_factory=list)  # question results per tag
     data: dict[str, Any] = field(default_factory=dict)  # embedded as JSON for the page's script
 
 
@@ -125,6 +127,7 @@ def build_view(saved: SavedRun, results: RunResults | None) -> ReportView:
         graded=results is not None,
         n_turns=len(saved.events),
         health=run_health(saved),
+        tags=tag_rows(results),
         data={"runId": run.run_id, "humanGrades": human, "memories": _share_memories(units)},
     )
 

@@ -109,6 +109,8 @@ class TurnVerdicts(BaseModel):
     question_type: str | None = None  # "memory-dependent" | "memory-corruptible"
     question_checks: list[CheckResult] = Field(default_factory=list)
     question_check: Verdict | None = None  # the checks alone, before judge/human
+    answer_f1: float | None = None  # token F1 against the question's gold answer, when it has one
+    question_tags: list[str] = Field(default_factory=list)  # the question's tags (categories)
     judge: JudgeResult | None = None
     human: HumanGrade | None = None
     final: Verdict = Field(default_factory=lambda: Verdict(verdict="na"))

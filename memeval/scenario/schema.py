@@ -106,6 +106,20 @@ class Controls(Strict):
         return [ControlAnswer(answer=a) if isinstance(a, str) else a for a in items]
 
 
+class AnswerF1(Strict):
+    """Token F1 of the answer against a gold answer (LoCoMo's metric): always computed and
+    recorded; a check only when `min` is given."""
+
+    gold: str = Field(min_length=1, description="The gold answer.")
+    min: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        strict=True,
+        description="Fail the question below this F1 (without it the score is only reported).",
+    )
+
+
 class Question(Strict):
     type: Literal["memory-dependent", "memory-corruptible"]
     criterion: str = Field(description="What a right answer does; the judge grades against it.")
@@ -117,6 +131,13 @@ class Question(Strict):
     must_not_call: list[str] = Field(default_factory=list)
     facts: list[str] = Field(
         default_factory=list, description="Fact ids the answer depends on (optional)."
+    )
+    answer_f1: AnswerF1 | None = Field(
+        None, description="Token F1 against a gold answer: reported, and a check with `min`."
+    )
+    tags: list[str] = Field(
+        default_factory=list,
+        description="Labels results are also counted by, e.g. a benchmark's category.",
     )
     controls: Controls | None = Field(
         None, description="Answers whose verdict is known, for calibrating checks and judge."

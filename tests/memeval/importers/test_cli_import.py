@@ -48,6 +48,10 @@ def test_import_validate_run_report(
     assert "sha256" in description
     report = (run_dir / "report.html").read_text()
     assert str(escape(description)) in report  # shown, escaped like every scenario text
+    if name.startswith("locomo"):  # results per category, with LoCoMo's F1
+        assert 'id="by-tag"' in report and "<code>locomo-c1</code>" in report
+        questions = (run_dir / "questions.csv").read_text()
+        assert "answer_f1" in questions.splitlines()[0] and "locomo-c2" in questions
 
 
 def test_a_failed_import_keeps_the_file_already_at_out(tmp_path: Path) -> None:

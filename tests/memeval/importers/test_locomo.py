@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from memeval.errors import ConfigError
+from memeval.grading.calibrate import check_control, scenario_controls
 from memeval.importers.common import write_scenario
 from memeval.importers.locomo import import_locomo
 from memeval.scenario.loader import resolve
@@ -54,6 +55,13 @@ def test_a_sample_becomes_seed_sessions_and_one_eval_session(tmp_path: Path) -> 
     assert kinds["q003-c1"] == "memory-dependent"
     assert kinds["q006-c5"] == "memory-corruptible"
     assert "Aurelio" in questions[2]["question"]["criterion"]
+    # the category is a tag; categories 1-4 carry LoCoMo's F1 against the gold answer,
+    # reported only (no min, so no check and no controls) unless --f1-min is given
+    assert questions[2]["question"]["tags"] == ["locomo-c1"]
+    assert questions[2]["question"]["answer_f1"] == {"gold": "Aurelio"}
+    assert "controls" not in questions[2]["question"]
+    assert questions[5]["question"]["tags"] == ["locomo-c5"]
+    assert "answer_f1" not in questions[5]["question"]
     assert "not contain this information" in questions[5]["question"]["criterion"]
     assert "'A greyhound'" in questions[5]["question"]["criterion"]
     assert "sessions 1-3 of 3, 7 of 7 questions" in source.selection
@@ -76,6 +84,21 @@ def test_sessions_cut_keeps_only_questions_whose_evidence_lies_in_the_kept_sessi
     assert "sessions 1-2 of 3, 4 of 7 questions (3 rest on later or unreadable evidence)" in (
         source.selection
     )
+
+
+def test_f1_min_makes_a_check_whose_controls_the_checks_decide(tmp_path: Path) -> None:
+    doc, source = import_locomo(DATA, sample="mini-1", f1_min=0.5)
+    question = turns_of(doc, "qa")[0]["question"]
+    assert question["answer_f1"] == {"gold": "A pottery course", "min": 0.5}
+    assert question["controls"]["pass"] == ["A pottery course"]
+    out = tmp_path / "f1.yaml"
+    write_scenario(doc, source, out, "memeval import locomo ...")
+    controls = scenario_controls(resolve(out))
+    assert len(controls) == 10  # five answerable questions: the gold answer and not knowing
+    for control in controls:
+        assert check_control(control).verdict == control.known, control.label
+    with pytest.raises(ConfigError, match=r"--f1-min 1.5: not an F1 score"):
+        import_locomo(DATA, sample="mini-1", f1_min=1.5)
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,9 @@ TOOLS = [
     }
 ]
 MESSAGES = [{"role": "user", "content": "hello"}]
+PROBE_OK = completion('{"ok": true}')  # the answer to the one response-format probe
+# the answer to the one tools probe from a server that calls tools natively
+TOOLS_OK = completion(None, tool_calls=[{"name": "current_time", "arguments": '{"zone": "UTC"}'}])
 
 
 @pytest.fixture
@@ -59,23 +62,34 @@ async def test_plain_answer_with_usage_and_key(server: FakeOpenAIServer) -> None
 
 async def test_tool_calls_are_sent_and_parsed(server: FakeOpenAIServer) -> None:
     server.script(
-        completion(None, tool_calls=[{"name": "query_spans", "arguments": '{"project": "p1"}'}])
+        TOOLS_OK,
+        completion(None, tool_calls=[{"name": "query_spans", "arguments": '{"project": "p1"}'}]),
     )
-    response = await model(server).chat(MESSAGES, tools=TOOLS)
+    chat_model = model(server)
+    response = await chat_model.chat(MESSAGES, tools=TOOLS)
     assert response.content is None
     assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
         ("call_0", "query_spans", {"project": "p1"})
     ]
-    assert server.requests[0]["tools"] == TOOLS
+    assert server.requests[0]["tools"][0]["function"]["name"] == "current_time"  # the probe
+    assert server.requests[1]["tools"] == TOOLS
+    assert chat_model.capabilities()["tools"] == "native"
 
 
 async def test_json_schema_output(server: FakeOpenAIServer) -> None:
-    server.script(completion('{"verdict": "block"}'))
-    response = await model(server).chat(MESSAGES, schema=SCHEMA)
+    server.script(PROBE_OK, completion('{"verdict": "block"}'), completion('{"verdict": "allow"}'))
+    chat_model = model(server)
+    response = await chat_model.chat(MESSAGES, schema=SCHEMA)
     assert json.loads(response.content or "") == {"verdict": "block"}
-    fmt = server.requests[0]["response_format"]
+    probe, first = server.requests[:2]
+    assert probe["response_format"]["type"] == "json_schema"  # the probe asks in the mode
+    fmt = first["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["schema"] == SCHEMA and fmt["json_schema"]["strict"] is True
+    await chat_model.chat(MESSAGES, schema=SCHEMA)  # probed once per model
+    assert len(server.requests) == 3
+    assert chat_model.capabilities()["json_mode"] == "json_schema"
+    assert chat_model.capabilities()["probe_calls"] == 1
 
 
 async def test_server_rejecting_json_schema_falls_back_to_json_object(
@@ -83,7 +97,7 @@ async def test_server_rejecting_json_schema_falls_back_to_json_object(
 ) -> None:
     # llama.cpp's server answers OpenAI-style json_schema with a 400.
     rejection = error(400, "response_format type json_schema is not supported")
-    server.script(rejection, rejection, completion('{"verdict": "allow"}'))
+    server.script(rejection, rejection, PROBE_OK, completion('{"verdict": "allow"}'))
     chat_model = model(server)
     response = await chat_model.chat(MESSAGES, schema=SCHEMA)
     assert json.loads(response.content or "") == {"verdict": "allow"}
@@ -93,8 +107,122 @@ async def test_server_rejecting_json_schema_falls_back_to_json_object(
     # The model remembers what the server accepts: the next call goes straight there.
     server.script(completion('{"verdict": "block"}'))
     await chat_model.chat(MESSAGES, schema=SCHEMA)
-    assert len(server.requests) == 4
+    assert len(server.requests) == 5
     assert server.requests[-1]["response_format"]["type"] == "json_object"
+
+
+# llama-cpp-python's server: FastAPI validation of response_format, answered with HTTP 500
+LLAMA_CPP_500 = Reply(
+    status=500,
+    body={
+        "detail": [
+            {
+                "type": "literal_error",
+                "loc": ["body", "response_format", "type"],
+                "msg": "Input should be 'text' or 'json_object'",
+            }
+        ]
+    },
+)
+
+
+async def test_a_500_naming_response_format_steps_down_and_is_never_retried(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(LLAMA_CPP_500, LLAMA_CPP_500, PROBE_OK)
+    server.script(*(completion('{"verdict": "allow"}') for _ in range(4)))
+    chat_model = model(server)
+    answers = await asyncio.gather(*(chat_model.chat(MESSAGES, schema=SCHEMA) for _ in range(4)))
+    assert all(json.loads(a.content or "") == {"verdict": "allow"} for a in answers)
+    # one probe (three requests: two rejected modes, one accepted), then the four calls
+    assert len(server.requests) == 7
+    kinds = [r["response_format"]["type"] for r in server.requests]
+    assert kinds == ["json_schema", "json_schema", *["json_object"] * 5]
+    assert chat_model.capabilities() == {
+        "json_mode": "json_object+schema",
+        "probe_calls": 3,
+        "tools": None,  # never asked with tools: undecided
+        "usage": "reported",
+    }
+
+
+async def test_a_rejection_during_a_call_steps_down_without_a_retry(
+    server: FakeOpenAIServer,
+) -> None:
+    # the probe passed, yet the server rejects the format on a real call (another schema)
+    server.script(PROBE_OK, LLAMA_CPP_500, completion('{"verdict": "allow"}'))
+    chat_model = model(server, max_retries=0)  # a retry of the 500 would fail the call
+    response = await chat_model.chat(MESSAGES, schema=SCHEMA)
+    assert json.loads(response.content or "") == {"verdict": "allow"}
+    assert server.requests[-1]["response_format"]["type"] == "json_schema"  # the loose mode
+    assert "strict" in server.requests[-1]["response_format"]["json_schema"]
+
+
+async def test_a_probe_that_meets_a_server_fault_leaves_the_calls_to_decide(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(error(503, "overloaded"), completion('{"verdict": "allow"}'))
+    chat_model = model(server)
+    response = await chat_model.chat(MESSAGES, schema=SCHEMA)
+    assert json.loads(response.content or "") == {"verdict": "allow"}
+    assert chat_model.capabilities()["json_mode"] == "json_schema"  # the call settled it
+
+
+async def test_a_server_without_tools_gets_them_in_the_prompt(server: FakeOpenAIServer) -> None:
+    server.script(
+        error(500, "tools are not supported by this model"),
+        completion('{"name": "query_spans", "arguments": {"project": "p1"}}'),
+        completion('{"answer": "p1 has 3 spans"}'),
+    )
+    chat_model = model(server)
+    first = await chat_model.chat(MESSAGES, tools=TOOLS)  # the probe met the rejection
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [("query_spans", {"project": "p1"})]
+    assert "tools" in server.requests[0] and "tools" not in server.requests[1]
+    assert "query_spans" in server.requests[1]["messages"][-1]["content"]
+    history = [
+        *MESSAGES,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": first.tool_calls[0].id,
+                    "type": "function",
+                    "function": {"name": "query_spans", "arguments": '{"project": "p1"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": first.tool_calls[0].id, "name": "query_spans",
+         "content": '{"spans": 3}'},
+    ]  # fmt: skip
+    second = await chat_model.chat(history, tools=TOOLS)
+    assert second.content == "p1 has 3 spans" and not second.tool_calls
+    sent = server.requests[2]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "system"]
+    assert sent[2]["content"] == 'Result of query_spans: {"spans": 3}'
+    assert chat_model.capabilities()["tools"] == "prompt"
+
+
+async def test_a_server_that_ignores_tools_gets_them_in_the_prompt(
+    server: FakeOpenAIServer,
+) -> None:
+    # llama-cpp-python's server with a chat format without function calling: 200, plain text
+    server.script(completion("It is noon."), completion('{"answer": "hello there"}'))
+    chat_model = model(server)
+    response = await chat_model.chat(MESSAGES, tools=TOOLS)
+    assert response.content == "hello there"
+    assert "tools" not in server.requests[1]
+    assert chat_model.capabilities()["tools"] == "prompt"
+
+
+async def test_a_response_without_usage_gets_an_estimate(server: FakeOpenAIServer) -> None:
+    reply = completion("x" * 40)
+    reply.body.pop("usage")
+    server.script(reply)
+    chat_model = model(server)
+    response = await chat_model.chat([{"role": "user", "content": "y" * 80}])
+    assert (response.prompt_tokens, response.completion_tokens) == (20, 10)
+    assert chat_model.capabilities()["usage"] == "estimated"
 
 
 async def test_429_then_success_honours_retry_after(server: FakeOpenAIServer) -> None:
@@ -135,24 +263,24 @@ async def test_garbage_body_is_retried_then_fails_cleanly(server: FakeOpenAIServ
 
 
 async def test_garbage_json_answer_to_a_schema_is_retried(server: FakeOpenAIServer) -> None:
-    server.script(completion("Sure! verdict: allow"), completion('{"verdict": "allow"}'))
+    server.script(PROBE_OK, completion("Sure! verdict: allow"), completion('{"verdict": "allow"}'))
     response = await model(server).chat(MESSAGES, schema=SCHEMA)
     assert json.loads(response.content or "") == {"verdict": "allow"}
-    server.script(completion("still not json"), completion("nope"))
+    server.script(PROBE_OK, completion("still not json"), completion("nope"))
     with pytest.raises(ModelError, match="not JSON"):
         await model(server, max_retries=1).chat(MESSAGES, schema=SCHEMA)
 
 
 async def test_truncated_json_is_not_retried(server: FakeOpenAIServer) -> None:
-    server.script(completion('{"verdict": "al', finish_reason="length"), completion("{}"))
+    server.script(PROBE_OK, completion('{"verdict": "al', finish_reason="length"), completion("{}"))
     with pytest.raises(ModelError, match="cut off at max_tokens"):
         await model(server).chat(MESSAGES, schema=SCHEMA, max_tokens=5)
-    assert len(server.requests) == 1
+    assert len(server.requests) == 2
 
 
 async def test_garbage_tool_arguments_are_a_model_error(server: FakeOpenAIServer) -> None:
     bad = completion(None, tool_calls=[{"name": "query_spans", "arguments": "{project:"}])
-    server.script(bad, bad)
+    server.script(TOOLS_OK, bad, bad)
     with pytest.raises(ModelError, match="arguments are not JSON"):
         await model(server, max_retries=1).chat(MESSAGES, tools=TOOLS)
 
