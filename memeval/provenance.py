@@ -204,8 +204,8 @@ def _cache_difference(base: CacheUse | None, run: CacheUse | None) -> Difference
     return Difference(
         "cache hits",
         f"{base.hits} of {base.calls} calls → {run.hits} of {run.calls}",
-        "answers served from the response cache were not computed again; where a back end's "
-        "results depend on what it computed before (the embedded engine's prefix states), "
-        "verdicts may differ",
+        "answers served from the response cache were replayed, not computed again: for the "
+        "embedded model a replayed answer equals a computed one, for a hosted model it is the "
+        "answer it gave then",
         "environment",
     )

@@ -101,8 +101,8 @@ def test_each_difference_says_what_it_means() -> None:
         "differ",
         "threads: 2 → 4 (agent, judge) — threads differ: numerics may differ",
         "cache hits: 0 of 300 calls → 150 of 300 — answers served from the response cache were "
-        "not computed again; where a back end's results depend on what it computed before (the "
-        "embedded engine's prefix states), verdicts may differ",
+        "replayed, not computed again: for the embedded model a replayed answer equals a "
+        "computed one, for a hosted model it is the answer it gave then",
     ]
     other = run.model_copy(update={"models": {"agent": {"spec": "openai:gpt-4o-mini"}}})
     parts = [d.part for d in differences(base, other)]
