@@ -41,6 +41,9 @@ JSON_MODES = ("json_schema", "json_schema-loose", "json_object+schema", "json_ob
 # An error whose text names one of these rejects the response format, whatever its status.
 FORMAT_WORDS = ("response_format", "json_schema", "schema")
 TOOL_WORDS = ("tools", "tool_choice", "tool call", "function call")
+# A server-side request validation failure, whatever its status (llama-cpp-python's server
+# answers one with HTTP 500): asking again cannot help.
+VALIDATION_WORDS = ("validation error",)
 PROBE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"ok": {"type": "boolean"}},
@@ -237,8 +240,11 @@ class OpenAIModel:
         while True:
             mode = self.json_mode if schema is not None else None
             prompt_tools = bool(tools) and self.prompt_tools
+            # A server without tool calling never sees tool-call messages, tools or not (an
+            # agent's last round asks without tools over a history that has calls in it).
+            sent = _plain_history(messages) if self.prompt_tools else list(messages)
             request = self._request(
-                _tools_in_prompt(messages, tools) if prompt_tools and tools else messages,
+                _with_tools_prompt(sent, tools) if prompt_tools and tools else sent,
                 None if prompt_tools else tools,
                 schema,
                 mode,
@@ -258,7 +264,9 @@ class OpenAIModel:
                 if tools and not self.prompt_tools and _names(exc, TOOL_WORDS):
                     self.prompt_tools = self.tools_settled = True
                     continue
-                if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+                if isinstance(
+                    exc, openai.BadRequestError | openai.UnprocessableEntityError
+                ) or _names(exc, VALIDATION_WORDS):
                     if self._adapt_parameters(exc):
                         continue  # the server rejected a parameter we can do without
                     raise ModelError(f"{self.name}: request rejected: {_brief(exc)}") from exc
@@ -429,11 +437,9 @@ def _estimate(messages: Sequence[Mapping[str, Any]]) -> int:
     return max(1, -(-chars // CHARS_PER_TOKEN))
 
 
-def _tools_in_prompt(
-    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]
-) -> list[Message]:
-    """For a server without tool calling: earlier calls and results as plain turns, and the
-    tools described last (static prefixes stay cacheable)."""
+def _plain_history(messages: Sequence[Message]) -> list[Message]:
+    """For a server without tool calling: earlier calls as the assistant's JSON and their
+    results as user turns, in the protocol the prompt describes."""
     out: list[Message] = []
     for message in messages:
         role = message.get("role")
@@ -442,19 +448,24 @@ def _tools_in_prompt(
                 {"name": c["function"]["name"], "arguments": _arguments(c["function"])}
                 for c in message["tool_calls"]
             ]
-            out.append(
-                {"role": "assistant", "content": json.dumps(calls[0] if len(calls) == 1 else calls)}
-            )
+            content = json.dumps(calls[0] if len(calls) == 1 else calls)
+            out.append({"role": "assistant", "content": content})
         elif role == "tool":
             name = message.get("name") or "the function"
             out.append({"role": "user", "content": f"Result of {name}: {message.get('content')}"})
         else:
             out.append(dict(message))
+    return out
+
+
+def _with_tools_prompt(
+    messages: list[Message], tools: Sequence[Mapping[str, Any]]
+) -> list[Message]:
+    """The tools described last, so static prefixes stay cacheable."""
     signatures = "\n".join(
         json.dumps(t.get("function", t), ensure_ascii=False, sort_keys=True) for t in tools
     )
-    out.append({"role": "system", "content": PROMPT_TOOLS.format(signatures=signatures)})
-    return out
+    return [*messages, {"role": "system", "content": PROMPT_TOOLS.format(signatures=signatures)}]
 
 
 def _arguments(function: Mapping[str, Any]) -> Any:

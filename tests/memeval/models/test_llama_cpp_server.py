@@ -26,7 +26,7 @@ from memeval.rundir.saved import SavedRun
 pytestmark = pytest.mark.local_model
 
 REPO = Path(__file__).resolve().parents[3]
-MINI = REPO / "tests" / "memeval" / "runner" / "mini.yaml"
+MINI = Path(__file__).with_name("server_mini.yaml")  # two turns: a run takes minutes
 ALIAS = "qwen-0.5b-served"
 SPEC = f"openai:{ALIAS}"
 

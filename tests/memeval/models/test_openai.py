@@ -213,6 +213,28 @@ async def test_a_server_that_ignores_tools_gets_them_in_the_prompt(
     assert response.content == "hello there"
     assert "tools" not in server.requests[1]
     assert chat_model.capabilities()["tools"] == "prompt"
+    # an agent's last round asks without tools over a history with calls in it: that server
+    # still sees no tool-call message (it rejects them)
+    server.script(completion("p1 has 3 spans"))
+    call = {"id": "c1", "type": "function", "function": {"name": "query_spans", "arguments": "{}"}}
+    history = [
+        *MESSAGES,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "name": "query_spans", "content": "3"},
+    ]
+    await chat_model.chat(history)
+    sent = server.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert not any("tool_calls" in m for m in sent)
+
+
+async def test_a_request_the_server_fails_to_validate_is_not_retried(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(error(500, "35 validation errors: messages.3 ..."), completion("never"))
+    with pytest.raises(ModelError, match="request rejected"):
+        await model(server).chat(MESSAGES)
+    assert len(server.requests) == 1
 
 
 async def test_a_response_without_usage_gets_an_estimate(server: FakeOpenAIServer) -> None:
