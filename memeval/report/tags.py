@@ -20,8 +20,8 @@ class TagRow:
 
 
 def tag_rows(results: RunResults | None) -> list[TagRow]:
-    """One row per (scenario, tag), in the order tags first appear; empty when no question
-    carries a tag."""
+    """One row per (scenario, tag): scenarios in run order, tags sorted within each; empty
+    when no question carries a tag."""
     if results is None:
         return []
     rows: dict[tuple[str, str], TagRow] = {}
@@ -42,4 +42,5 @@ def tag_rows(results: RunResults | None) -> list[TagRow]:
     for key, values in scores.items():
         rows[key].f1_count = len(values)
         rows[key].mean_f1 = sum(values) / len(values)
-    return list(rows.values())
+    order = {scenario: i for i, scenario in enumerate(dict.fromkeys(s for s, _ in rows))}
+    return [rows[key] for key in sorted(rows, key=lambda k: (order[k[0]], k[1]))]
