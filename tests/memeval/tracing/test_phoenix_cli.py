@@ -90,13 +90,13 @@ def test_memeval_phoenix_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> N
     stdout = process.stdout
     threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
     try:
-        first = lines.get(timeout=120)
+        first = lines.get(timeout=300)  # a cold start on a busy 2-core machine is slow
         assert first.strip() == f"Phoenix is up: http://127.0.0.1:{port}"
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
         assert (tmp_path / "phoenix.db").is_file()
         started = time.monotonic()
         process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=30)
+        code = process.wait(timeout=240)  # the behaviour is stopping, not its speed
         print(f"stopped {time.monotonic() - started:.1f} s after Ctrl-C")
     finally:
         if process.poll() is None:
