@@ -272,19 +272,11 @@ class OpenAIModel:
                     raise ModelError(f"{self.name}: request rejected: {_brief(exc)}") from exc
                 if not isinstance(exc, _RETRYABLE):
                     raise ModelError(f"{self.name}: HTTP {exc.status_code}: {_brief(exc)}") from exc
-                if attempt >= self.max_retries:
-                    raise ModelError(
-                        f"{self.name}: failed after {attempt + 1} attempts: {_brief(exc)}"
-                    ) from exc
-                await asyncio.sleep(self._delay(attempt, exc))
+                await self._back_off(attempt, exc)
                 attempt += 1
                 continue
             except (*_RETRYABLE, _Garbage) as exc:
-                if attempt >= self.max_retries:
-                    raise ModelError(
-                        f"{self.name}: failed after {attempt + 1} attempts: {_brief(exc)}"
-                    ) from exc
-                await asyncio.sleep(self._delay(attempt, exc))
+                await self._back_off(attempt, exc)
                 attempt += 1
                 continue
             if raw_usage_missing(raw):
@@ -361,6 +353,14 @@ class OpenAIModel:
             self._max_tokens_key = "max_completion_tokens"
             return True
         return False
+
+    async def _back_off(self, attempt: int, exc: BaseException) -> None:
+        """Wait before retry `attempt + 1`; a ModelError once the retries are spent."""
+        if attempt >= self.max_retries:
+            raise ModelError(
+                f"{self.name}: failed after {attempt + 1} attempts: {_brief(exc)}"
+            ) from exc
+        await asyncio.sleep(self._delay(attempt, exc))
 
     def _delay(self, attempt: int, exc: BaseException) -> float:
         """Retry-After when the server sends one, else exponential backoff with jitter."""
