@@ -39,14 +39,18 @@ from memeval.rundir.shard import Shard, shard_units
 from memeval.scenario.loader import resolve
 from memeval.scenario.schema import ResolvedScenario
 from memeval.strategy_defaults import NO_DEADLINE, choose_strategies
-from memeval.systems.base import Closeable, MemoryKey, MemorySystem, Restorable
-from memeval.systems.factory import SystemEnv, build_system, check_memory_spec, memory_key
+from memeval.systems.base import Closeable, Describable, MemoryKey, MemorySystem, Restorable
+from memeval.systems.factory import (
+    LEARNING,
+    SystemEnv,
+    build_system,
+    check_memory_spec,
+    memory_key,
+)
 from memeval.systems.traced import TracedMemorySystem
 from memeval.tracing.spans import Tracing, setup_tracing
 from reference_memory import SKELETON
 from reference_memory.strategies import safety_by_name, updater_by_name
-
-PIPELINE_SYSTEMS = ("file",)
 
 
 @dataclass
@@ -73,6 +77,7 @@ class RunOptions:
     progress: bool = True
     async_memory: bool = False  # the next turn starts while the previous update runs
     shard: Shard | None = None  # play only this slice of the planned units
+    run_id: str | None = None  # the run directory's name under `out` (default: a new id)
 
 
 @dataclass
@@ -113,7 +118,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         control_kind(options.agent or "")
     elif options.agent:
         load_attr(options.agent, "--agent")
-    run_id = new_run_id(names, options.memory)
+    run_id = options.run_id or new_run_id(names, options.memory)
     planned = [UnitRef(scenario=s.name, repeat=k) for s in scenarios for k in range(options.repeat)]
     units, shard = planned, None
     if options.shard is not None:
@@ -171,7 +176,7 @@ def _result_settings(info: RunInfo) -> dict[str, str]:
 def needed_roles(memory: str, agent: str | None = None) -> list[str]:
     """The model roles a run uses: the control agent calls no model."""
     roles = [] if is_control_spec(agent) else ["agent"]
-    if memory in PIPELINE_SYSTEMS or ":" in memory:
+    if memory in LEARNING or ":" in memory:
         roles += ["summarizer", "updater", "safety", "compactor"]
     return [*roles, "judge"]
 
@@ -275,6 +280,8 @@ async def _run_unit(
             options=strategy_objects(info.strategies),
         )
         system: MemorySystem = build_system(info.memory, env)
+        if isinstance(system, Describable):
+            info.memory_settings = {name: value for name, value in system.settings().items()}
         key = memory_key(scenario, env)
         await _restore(system, key, run_dir, done)
         unit = Unit(

@@ -5,10 +5,9 @@ no module imports from a layer above its own.
 Layers, lowest first (a module's layer is that of its longest matching prefix):
 reference_memory < errors, version, plugins, progress, tracing core < scenario, models, tools
 < rundir < systems, agent, traced tools < replay, runner < grading, health, importers < report,
-tables, gate, baseline, compare, junit, summary, annotations < publish, finish < cli and the
-public face. Within a
-layer any direction is allowed; a cycle never is. The report renders results and never
-grades, so report -> grading is refused even though it points downward.
+tables, gate, baseline, compare, junit, summary, annotations < publish, finish, comparison
+< cli and the public face. Within a layer any direction is allowed; a cycle never is. The
+report renders results and never grades, so report -> grading is refused even though it points downward.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ LAYERS: list[tuple[str, ...]] = [
         "memeval.junit",
         "memeval.tracing.annotations",
     ),
-    ("memeval.publishing", "memeval.finish"),
+    ("memeval.publishing", "memeval.finish", "memeval.comparison"),
     ("memeval.cli", "memeval.__main__", "memeval"),
 ]
 FORBIDDEN: list[tuple[str, str]] = [

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from memeval.cli.app import app, handle_errors
+
+if TYPE_CHECKING:
+    from memeval.runner import RunOptions
 
 ModelOpt = Annotated[str | None, typer.Option(metavar="SPEC", show_default=False)]
 
@@ -101,6 +104,7 @@ def run_command(
     from memeval.finish import finish_run, print_summary, warning_lines
     from memeval.gate import gate_config
     from memeval.models.spec import parse_spec
+    from memeval.rundir.comparison import is_comparison
     from memeval.rundir.shard import parse_shard
     from memeval.runner import RunOptions, run
 
@@ -138,6 +142,9 @@ def run_command(
         async_memory=async_memory,
         shard=parse_shard(shard) if shard is not None else None,
     )
+    if "," in memory or (resume is not None and is_comparison(resume)):
+        _run_comparison(options, no_judge, judge_writes, judge_strategy, shard, baseline, junit)
+        return
     outcome = run(options)
     done = asyncio.run(
         finish_run(
@@ -171,3 +178,45 @@ def run_command(
         typer.echo(line, err=True)
     if done.exit_code:
         raise typer.Exit(done.exit_code)
+
+
+def _run_comparison(
+    options: RunOptions,
+    no_judge: bool,
+    judge_writes: bool,
+    judge_strategy: str | None,
+    shard: str | None,
+    baseline: Path | None,
+    junit: Path | None,
+) -> None:
+    """`--memory a,b,c`: every system on the same scenarios, then the comparison."""
+    from rich.console import Console
+
+    from memeval.comparison import comparison_table, exit_code, run_comparison
+    from memeval.errors import ConfigError
+    from memeval.finish import warning_lines
+
+    given = [
+        name
+        for name, value in (("--shard", shard), ("--baseline", baseline), ("--junit", junit))
+        if value is not None
+    ]
+    if given:
+        raise ConfigError(
+            f"{given[0]} works on one system's run: run the comparison without it, then use "
+            "`memeval gate DIR/SYSTEM` (or grade/compare) on each system's directory"
+        )
+    outcome = run_comparison(
+        options, judge=not no_judge, judge_writes=judge_writes, judge_strategy=judge_strategy
+    )
+    Console(width=max(Console().width, 140)).print(comparison_table(outcome.view))
+    for system, done in outcome.finished.items():
+        for line in warning_lines(done):
+            typer.echo(f"{system}: {line}", err=True)
+    if outcome.view.missing:
+        typer.echo(f"not graded: {', '.join(outcome.view.missing)}", err=True)
+    typer.echo(f"run directory: {outcome.path}")
+    typer.echo(f"comparison: {outcome.page}")
+    code = exit_code(outcome.finished)
+    if code:
+        raise typer.Exit(code)

@@ -29,7 +29,15 @@ from memeval.rundir.create import snapshot_path, utc_now
 from memeval.rundir.record import ModelCall, ToolCallRecord, TurnRecord, append_event
 from memeval.rundir.update import UpdateRecord
 from memeval.scenario.schema import ResolvedScenario, ResolvedSession, TurnSpec
-from memeval.systems.base import MemoryKey, MemorySystem, Restorable, SessionAware, SessionStart
+from memeval.systems.base import (
+    MemoryKey,
+    MemorySystem,
+    Restorable,
+    SessionAware,
+    SessionStart,
+    memory_tools,
+    read_memory,
+)
 from memeval.tools import FixtureTools
 from memeval.tracing.tools import TracedTools
 from reference_memory.report import Status, UpdateReport
@@ -172,13 +180,16 @@ async def _play_turn(
             )
         else:
             pending = landings.in_flight()
-            memory_context = await unit.system.context(unit.key)
+            memory_context = await read_memory(unit.system, unit.key, turn.user)
             ta = time.perf_counter()
             result = await unit.agent.respond(
                 history=list(history),
                 user_message=turn.user,
                 memory=memory_context,
-                tools=TracedTools(FixtureTools(session.tools), unit.tracing),
+                tools=TracedTools(
+                    FixtureTools(session.tools, memory_tools(unit.system, unit.key)),
+                    unit.tracing,
+                ),
             )
             timings["agent_s"] = time.perf_counter() - ta
             done = _Answered(

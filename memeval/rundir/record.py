@@ -83,7 +83,9 @@ class RunInfo(Record):
     finished_at: str | None = None
     status: Literal["running", "complete", "interrupted", "failed"] = "running"
     argv: list[str] = Field(default_factory=list)
-    memory: str  # memory system spec: file | none | full-history | oracle | pkg.mod:attr
+    memory: str  # memory system spec: file | retrieval | core-search | ... | pkg.mod:attr
+    # what the system says shapes its results (retrieval's k and context budget, core size)
+    memory_settings: dict[str, Any] = Field(default_factory=dict)
     config: RunConfig = Field(default_factory=RunConfig)
     models: dict[str, str] = Field(default_factory=dict)  # role -> spec (or a given model's name)
     # role -> what served it, as the back end describes itself (its fields differ per back end)

@@ -1,4 +1,5 @@
-"""Memory systems: `file`, `none`, `full-history`, `oracle`, or a user's `pkg.mod:attr`."""
+"""Memory systems: `file`, `retrieval`, `core-search` (and `core-search-inject`), `none`,
+`full-history`, `oracle`, or a user's `pkg.mod:attr`."""
 
 from memeval.systems.base import (
     Closeable,
@@ -9,7 +10,15 @@ from memeval.systems.base import (
     SessionStart,
 )
 
-BUILTIN = ("file", "none", "full-history", "oracle")
+BUILTIN = (
+    "file",
+    "retrieval",
+    "core-search",
+    "core-search-inject",
+    "none",
+    "full-history",
+    "oracle",
+)
 
 __all__ = [
     "BUILTIN",

@@ -5,19 +5,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memeval.errors import ConfigError
 from memeval.models.base import ChatModel
 from memeval.plugins import load_attr
 from memeval.scenario.schema import ResolvedScenario
+from memeval.systems import BUILTIN
 from memeval.systems.base import MemoryKey, MemorySystem
 from memeval.systems.full_history import FullHistory
 from memeval.systems.none import NoMemory
 from memeval.systems.oracle import OracleMemory
 from reference_memory.model import MemoryModel
 
-VALID = "file, none, full-history, oracle, or package.module:factory"
+VALID = (
+    "file, retrieval, core-search, core-search-inject, none, full-history, oracle, "
+    "or package.module:factory"
+)
+# built-in systems that learn through the pipeline's model roles
+LEARNING = ("file", "retrieval", "core-search", "core-search-inject")
 
 
 @dataclass
@@ -36,6 +42,12 @@ class SystemEnv:
 def build_system(spec: str, env: SystemEnv) -> MemorySystem:
     if spec == "file":
         return _file_system(env)
+    if spec == "retrieval":
+        return _retrieval(env)
+    if spec == "core-search":
+        return _core_search(env, "tool")
+    if spec == "core-search-inject":
+        return _core_search(env, "inject")
     if spec == "none":
         return NoMemory()
     if spec == "full-history":
@@ -56,7 +68,7 @@ def build_system(spec: str, env: SystemEnv) -> MemorySystem:
 
 def check_memory_spec(spec: str) -> None:
     """Fail early on a memory spec that can never build (unknown name, unimportable plugin)."""
-    if spec in ("file", "none", "full-history", "oracle"):
+    if spec in BUILTIN:
         return
     if ":" not in spec:
         raise ConfigError(f"unknown memory system {spec!r} (valid: {VALID})")
@@ -76,16 +88,39 @@ def _is_system(obj: Any) -> bool:
     )
 
 
-def _file_system(env: SystemEnv) -> MemorySystem:
-    from memeval.systems.file import FileSystemMemory
+def _file_store(env: SystemEnv) -> Any:
     from reference_memory import PostgresStore, SQLiteStore
 
-    store: Any
     if env.store:
         if not env.store.startswith(("postgresql://", "postgres://")):
             raise ConfigError(f"--store {env.store!r} must be a postgresql:// DSN")
-        store = PostgresStore(env.store)
-    else:
-        env.workdir.mkdir(parents=True, exist_ok=True)
-        store = SQLiteStore(env.workdir / "memory.sqlite")
-    return FileSystemMemory(env.memory_models, store, **env.options)
+        return PostgresStore(env.store)
+    env.workdir.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(env.workdir / "memory.sqlite")
+
+
+def _file_system(env: SystemEnv) -> MemorySystem:
+    from memeval.systems.file import FileSystemMemory
+
+    return FileSystemMemory(env.memory_models, _file_store(env), **env.options)
+
+
+def _fact_store(env: SystemEnv, name: str) -> Any:
+    """Retrieval stores are SQLite files in the unit's private directory (never --store)."""
+    from memeval.systems.fact_store import FactStore
+
+    env.workdir.mkdir(parents=True, exist_ok=True)
+    return FactStore(env.workdir / name)
+
+
+def _retrieval(env: SystemEnv) -> MemorySystem:
+    from memeval.systems.retrieval import RetrievalMemory
+
+    return RetrievalMemory(env.memory_models, _fact_store(env, "facts.sqlite"))
+
+
+def _core_search(env: SystemEnv, mode: Literal["tool", "inject"]) -> MemorySystem:
+    from memeval.systems.core_search import CoreSearchMemory
+
+    archive = _fact_store(env, "archive.sqlite")
+    return CoreSearchMemory(env.memory_models, _file_store(env), archive, mode=mode, **env.options)

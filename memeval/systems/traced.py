@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Span
 from opentelemetry.trace.status import Status, StatusCode
 
-from memeval.systems.base import MemoryKey, MemorySystem
+from memeval.systems.base import MemoryKey, MemorySystem, read_memory
 from memeval.tracing.attributes import CHAIN, RETRIEVER, Attributes, io_value, to_json
 from reference_memory.report import Status as UpdateStatus
 from reference_memory.report import UpdateReport
@@ -47,11 +47,22 @@ class TracedMemorySystem:
         return getattr(self.inner, attr)
 
     async def context(self, key: MemoryKey) -> str | None:
+        return await self._read(key, None)
+
+    async def context_for(self, key: MemoryKey, query: str) -> str | None:
+        return await self._read(key, query)
+
+    async def _read(self, key: MemoryKey, query: str | None) -> str | None:
+        async def inner() -> str | None:
+            if query is None:
+                return await self.inner.context(key)
+            return await read_memory(self.inner, key, query)
+
         if not self.tracing.enabled:
-            return await self.inner.context(key)
-        attrs = {"memeval.memory.system": self.name, **io_value("input", _key(key))}
+            return await inner()
+        attrs = {"memeval.memory.system": self.name, **io_value("input", query or _key(key))}
         with self.tracing.span("memory.context", RETRIEVER, attrs) as span:
-            text = await self.inner.context(key)
+            text = await inner()
             span.set_attributes(
                 {
                     DOC + "id": _key(key),
