@@ -107,7 +107,9 @@ def test_a_bad_system_list_is_one_line_and_writes_nothing(
     tmp_path: Path, memory: str, says: str
 ) -> None:
     out = tmp_path / "reports"
-    code, output = run_cli("run", str(MINI), "--memory", memory, "--model", "fake", "--out", str(out))
+    code, output = run_cli(
+        "run", str(MINI), "--memory", memory, "--model", "fake", "--out", str(out)
+    )
     assert code == 2, output
     assert says in output and len(output.strip().splitlines()) == 1
     assert not out.exists() or not any(out.iterdir())
