@@ -2,8 +2,9 @@
 
 One table holds every entry (a fact, an archived line) under a (user, space) key, with its
 kind and the turn that wrote it; an FTS5 table mirrors the text and ranks matches with BM25.
-A query is reduced to its words (letters and digits), quoted and OR-ed, so user or model
-text can never be read as FTS5 syntax.
+A query is reduced to its words (letters and digits, lower-cased as FTS5's default tokenizer
+folds them), quoted and OR-ed, so user or model text can never be read as FTS5 syntax. Ids
+are never reused (AUTOINCREMENT), so an op that names an id always means one entry.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ STOPWORDS = frozenset(_COMMON.split())
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     user TEXT NOT NULL,
     space TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -65,8 +66,8 @@ def match_query(text: str) -> str | None:
     """An FTS5 MATCH expression for free text: its distinct content words, quoted, OR-ed;
     None when nothing searchable is left."""
     words: list[str] = []
-    for word in WORD.findall(text.casefold()):
-        if (len(word) > 1 or word.isdigit()) and word not in STOPWORDS and word not in words:
+    for word in WORD.findall(text.lower()):
+        if word not in STOPWORDS and word not in words:
             words.append(word)
     return " OR ".join(f'"{word}"' for word in words) or None
 
@@ -130,7 +131,8 @@ class FactStore:
     def search(
         self, key: MemoryKey, query: str, k: int, *, kinds: Iterable[str] | None = None
     ) -> list[Entry]:
-        """The `k` entries BM25 ranks best for the query's words (fewer when fewer match)."""
+        """The `k` entries BM25 ranks best for the query's words (fewer when fewer match);
+        `kinds` limits the search to those kinds (None or empty: every kind)."""
         expression = match_query(query)
         if expression is None or k < 1:
             return []
