@@ -3,7 +3,8 @@
 The Python API: `run(RunOptions(...))` replays scenarios into a run directory;
 `SavedRun.open(path)` reads one back (typed), `grade_run` grades it and `publish` writes its
 verdicts, tables and report. Your own memory system follows `MemorySystem` (optional hooks:
-`SessionAware`, `Restorable`, `Closeable`) and is built from a `SystemEnv`; your own agent
+`SessionAware`, `Restorable`, `Closeable`, `QueryAware`, `ToolProvider` with `MemoryTool`,
+`Describable`) and is built from a `SystemEnv`; your own agent
 follows `Agent`. `ScriptedModel` and `FunctionModel` stand in for models in tests.
 
 Names load on first use, so `import memeval` (and the CLI's start) stays cheap.
@@ -32,6 +33,10 @@ _EXPORTS = {
     "SessionAware": "memeval.systems.base",
     "Restorable": "memeval.systems.base",
     "Closeable": "memeval.systems.base",
+    "QueryAware": "memeval.systems.base",
+    "ToolProvider": "memeval.systems.base",
+    "Describable": "memeval.systems.base",
+    "MemoryTool": "memeval.tools",
     "SystemEnv": "memeval.systems.factory",
     "Agent": "memeval.agent",
     "AgentResult": "memeval.agent",
@@ -45,9 +50,12 @@ __all__ = [
     "AgentResult",
     "ChatModel",
     "Closeable",
+    "Describable",
     "FunctionModel",
     "MemoryKey",
     "MemorySystem",
+    "MemoryTool",
+    "QueryAware",
     "Restorable",
     "RunInfo",
     "RunOptions",
@@ -58,6 +66,7 @@ __all__ = [
     "SessionAware",
     "SessionStart",
     "SystemEnv",
+    "ToolProvider",
     "TurnRecord",
     "__version__",
     "grade_run",
@@ -77,13 +86,17 @@ if TYPE_CHECKING:
     from memeval.runner import RunOptions, RunOutcome, run
     from memeval.systems.base import (
         Closeable,
+        Describable,
         MemoryKey,
         MemorySystem,
+        QueryAware,
         Restorable,
         SessionAware,
         SessionStart,
+        ToolProvider,
     )
     from memeval.systems.factory import SystemEnv
+    from memeval.tools import MemoryTool
 
 
 def __getattr__(name: str) -> Any:

@@ -3,11 +3,14 @@
 
 from memeval.systems.base import (
     Closeable,
+    Describable,
     MemoryKey,
     MemorySystem,
+    QueryAware,
     Restorable,
     SessionAware,
     SessionStart,
+    ToolProvider,
 )
 
 BUILTIN = (
@@ -23,9 +26,12 @@ BUILTIN = (
 __all__ = [
     "BUILTIN",
     "Closeable",
+    "Describable",
     "MemoryKey",
     "MemorySystem",
+    "QueryAware",
     "Restorable",
     "SessionAware",
     "SessionStart",
+    "ToolProvider",
 ]
