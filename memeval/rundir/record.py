@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from memeval.errors import RunDirError
+from memeval.rundir.comparison import is_comparison, read_comparison
 from memeval.rundir.fingerprint import Fingerprint
 from memeval.rundir.update import PipelineCall, Record, UpdateRecord
 from memeval.scenario.schema import Expect, Question, ResolvedScenario
@@ -185,6 +186,12 @@ class TurnRecord(Record):
 def read_run(run_dir: Path) -> RunInfo:
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
+        if is_comparison(Path(run_dir)):
+            inside = [s.directory for s in read_comparison(Path(run_dir)).systems]
+            raise RunDirError(
+                f"{run_dir}: a comparison of several memory systems; pass one system's run "
+                f"directory inside it: {Path(run_dir) / inside[0]} (or {', '.join(inside[1:])})"
+            )
         raise RunDirError(f"{run_dir}: not a run directory (no {RUN_FILE}); pass reports/<run-id>")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

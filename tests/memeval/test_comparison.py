@@ -145,3 +145,11 @@ def test_the_comparison_page_renders_in_a_browser(comparison: Path) -> None:
         assert page.url.endswith("retrieval/report.html")
         assert page.locator("article.card").count() > 0
         assert errors == []
+
+
+def test_gate_on_the_comparison_directory_names_the_system_runs(comparison: Path) -> None:
+    code, output = run_cli("gate", str(comparison), "--write-baseline", str(comparison / "b.json"))
+    assert code == 2
+    assert "a comparison of several memory systems" in output
+    assert f"{comparison / 'file'} (or retrieval, core-search)" in " ".join(output.split())
+    assert not (comparison / "b.json").exists()
