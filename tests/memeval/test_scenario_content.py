@@ -4,7 +4,9 @@ Counts; every seed turn graded; [user] and tool-found facts; a superseded fact; 
 files in the skeleton and under the cap; `records` facts present in every later reference
 file (and superseded ones gone); no `forbids` pattern in any reference file; and for every
 memory-dependent question, the grader's answer checks pass on an answer that quotes the
-session's reference file but fail on what the session offers without memory.
+session's reference file but fail on what the session offers without memory. Eval turns
+that state a durable fact record it (pinned by id), and every superseded fact is followed by
+a tracked successor, so a file that swaps back to the old value loses a tracked fact.
 """
 
 from __future__ import annotations
@@ -34,6 +36,32 @@ MINIMUMS = {
     "compaction": (12, 3, 2, 1),  # not from issue 5: a small file under compaction pressure
 }
 SUBSECTIONED = ("Goals", "Projects")  # DESIGN §1: goals and projects are `### ` subsections
+# name: tracked facts after resolving (a combined scenario holds its includes' facts, prefixed)
+FACTS = {"book-summary": 20, "legal-rag": 16, "agent-traces": 12, "combined": 63, "compaction": 23}
+# name: {eval turn: the facts it records}: a durable fact the question brings (book-summary s5q5:
+# Dana's new project; legal-rag s2q5: the patched v3's UK score its live re-run measures)
+EVAL_RECORDS: dict[str, dict[str, list[str]]] = {
+    "book-summary": {"s5q5": ["poem-local-project"]},
+    "legal-rag": {"s2q5": ["v3-patched-uk"]},
+    "agent-traces": {},
+    "combined": {
+        "book-summary/s5q5": ["book-summary/poem-local-project"],
+        "legal-rag/s2q5": ["legal-rag/v3-patched-uk"],
+    },
+    "compaction": {},
+}
+# name: {superseded fact: the fact that follows the new value}
+SUCCESSORS: dict[str, dict[str, str]] = {
+    "book-summary": {"seventy-rows": "eighty-rows"},
+    "legal-rag": {"signoff-priya": "signoff-marco"},
+    "agent-traces": {"berlin-time": "london-time"},
+    "combined": {
+        "book-summary/seventy-rows": "book-summary/eighty-rows",
+        "legal-rag/signoff-priya": "legal-rag/signoff-marco",
+        "agent-traces/berlin-time": "agent-traces/london-time",
+    },
+    "compaction": {"horizon-8": "horizon-12"},
+}
 
 
 @functools.cache
@@ -305,3 +333,134 @@ def test_every_question_has_controls_the_checks_agree_with(scenario: ResolvedSce
         if check_control(c).verdict != c.known
     ]
     assert not wrong
+
+
+def test_fact_and_eval_record_counts_are_pinned(scenario: ResolvedScenario) -> None:
+    """Every eval turn keeps its expect; the eval turns that record are exactly the pinned
+    ones (a durable fact the question brings), each with its facts."""
+    assert len(scenario.facts) == FACTS[scenario.name]
+    items = list(asked(scenario))
+    assert sum(a.turn.expect is not None for a in items) == len(items)
+    recording = {
+        a.turn.id: a.turn.expect.records for a in items if a.turn.expect and a.turn.expect.records
+    }
+    assert recording == EVAL_RECORDS[scenario.name]
+
+
+def test_eval_turn_records_are_new_at_the_turn_and_kept_after_it(
+    scenario: ResolvedScenario,
+) -> None:
+    """A fact an eval turn records is in no reference file up to that turn's session (the
+    oracle must not know it before the user says it) and holds in every later one."""
+    position = {t.id: i for i, t in enumerate(t for s in scenario.sessions for t in s.turns)}
+    files = list(eval_sessions(scenario))
+    for turn_id, fids in EVAL_RECORDS[scenario.name].items():
+        for fid in fids:
+            fact = scenario.facts[fid]
+            later = [s for start, s in files if start > position[turn_id]]
+            earlier = [s for start, s in files if start <= position[turn_id]]
+            assert earlier, f"{turn_id}: no reference file before it"
+            for session in earlier:
+                hit = find_any(fact.match, session.reference_memory or "")
+                assert hit is None, f"{session.id} knows {fid} before {turn_id}: {hit}"
+            for session in later:
+                held = check_fact(fact, session.reference_memory or "")
+                assert held.holds, f"{session.id}: {fid}: {held.why}"
+            if scenario.name == "combined":
+                assert later, f"{turn_id}: no later reference file in combined"
+
+
+def test_book_summary_s5q5_records_the_poetry_project() -> None:
+    """poem-local is Dana's new project: a [user] line saying what it is holds the fact; a
+    bare tool error, a book-agent rule pinned on it or an untagged line does not."""
+    scenario = load("book-summary")
+    turn = next(a.turn for a in asked(scenario) if a.turn.id == "s5q5")
+    assert turn.expect is not None and turn.expect.records == ["poem-local-project"]
+    fact = scenario.facts["poem-local-project"]
+    assert fact.user_tagged and fact.until is None
+    good = [
+        "- [user] A new agent Dana is starting: a poetry-generation agent, project poem-local.",
+        "- [user] poem-local: Dana's new poetry agent, starting next week.",
+    ]
+    bad = [
+        "- [user] poem-local: project not found (no traces yet).",
+        "- [user] poem-local: measure hallucination on the summarize span only.",
+        "- A new poetry-generation agent, project poem-local.",
+    ]
+    assert all(check_fact(fact, line).holds for line in good)
+    assert not any(check_fact(fact, line).holds for line in bad)
+    assert find_any(turn.expect.forbids, "\n".join(good)) is None
+    assert find_any(turn.expect.forbids, bad[1]) is not None
+
+
+def test_legal_rag_s2q5_records_the_patched_v3_uk_score() -> None:
+    """The live re-run of the patched v3 (0.566 on the UK subset) is kept as a checkpoint
+    of the v2-over-v3 decision; the number must be v3's, and v2 stays chosen."""
+    scenario = load("legal-rag")
+    turn = next(a.turn for a in asked(scenario) if a.turn.id == "s2q5")
+    assert turn.expect is not None and turn.expect.records == ["v3-patched-uk"]
+    question = turn.question
+    assert question is not None and question.must_call == ["run_retrieval_eval"]
+    fact = scenario.facts["v3-patched-uk"]
+    assert not fact.user_tagged and fact.until is None  # the number comes from the tool
+    good = [
+        "- UK-contract subset: v2 0.631, v3 0.412; v3 after the team's patch: 0.566, behind v2.",
+        "- Patched v3 on the UK subset: 56.6% (was 41.2%), still below v2.",
+    ]
+    bad = ["- UK subset after the patch: v2 0.566.", "- UK-contract subset: v2 0.631, v3 0.412."]
+    assert all(check_fact(fact, line).holds for line in good)
+    assert not any(check_fact(fact, line).holds for line in bad)
+    assert find_any(turn.expect.forbids, "\n".join(good)) is None
+    assert find_any(turn.expect.forbids, "- v3 is now fixed: 0.566 on the UK subset.") is not None
+
+
+def first_line_holding(scenario: ResolvedScenario, fid: str) -> str:
+    """The first line, over the starting and reference files in replay order, that holds."""
+    for session in scenario.sessions:
+        for text in (session.initial_memory, session.reference_memory):
+            held = check_fact(scenario.facts[fid], text or "")
+            if held.holds:
+                return held.line
+    raise AssertionError(f"{fid} is in no starting or reference file")
+
+
+def test_every_superseded_fact_is_followed_by_a_tracked_successor(
+    scenario: ResolvedScenario,
+) -> None:
+    """The turn after which a fact may go records the fact of the new value, so retention
+    catches a file that swaps back: put the old line in place of the new one in the last
+    reference file and the successor no longer holds (the stale-beside-new forbids cannot see
+    that file, the old value is alone in it)."""
+    superseded = {fid for fid, fact in scenario.facts.items() if fact.until}
+    assert superseded == set(SUCCESSORS[scenario.name])
+    turns = {t.id: t for s in scenario.sessions for t in s.turns}
+    last = [s for _, s in eval_sessions(scenario)][-1].reference_memory or ""
+    for old_id, new_id in SUCCESSORS[scenario.name].items():
+        old, new = scenario.facts[old_id], scenario.facts[new_id]
+        assert new.until is None, new_id
+        stated = turns[old.until or ""].expect
+        assert stated is not None and new_id in stated.records, f"{old.until} records {new_id}"
+        held = check_fact(new, last)
+        assert held.holds, f"{new_id}: {held.why}"
+        swapped = last.replace(held.line, first_line_holding(scenario, old_id))
+        assert check_fact(old, swapped).holds, old_id
+        assert not check_fact(new, swapped).holds, f"{new_id} survives a swap back to {old_id}"
+
+
+def test_the_marco_sign_off_is_not_held_by_his_launch_doc_line() -> None:
+    """A file that gives the sign-off back to Priya but keeps Marco's launch-doc wish loses
+    signoff-marco (and keeps launch-doc), so retention catches that swap-back too."""
+    scenario = load("legal-rag")
+    marco, doc = scenario.facts["signoff-marco"], scenario.facts["launch-doc"]
+    held = [
+        "- [user] Marco Rossi (legal team) signs off the launch.",
+        "- [user] Launch sign-off: Marco Rossi (took over from Priya).",
+        "- [user] Launch approver is Marco Rossi.",
+    ]
+    assert all(check_fact(marco, line).holds for line in held)
+    swapped = (
+        "- [user] Priya (legal team) signs off the launch. Marco Rossi wants a one-page launch"
+        " doc: golden-set score, UK-subset score, open risks."
+    )
+    assert not check_fact(marco, swapped).holds
+    assert check_fact(doc, swapped).holds
