@@ -17,9 +17,10 @@ PROMPTS_DIR = Path(__file__).parent / "prompts"
 
 
 @cache
-def _env() -> jinja2.Environment:
+def prompt_environment(directory: Path) -> jinja2.Environment:
+    """Strict plain-text Jinja for the prompt files in `directory` (one per directory)."""
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(PROMPTS_DIR),
+        loader=jinja2.FileSystemLoader(directory),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # plain-text prompts for a model, never HTML
         keep_trailing_newline=False,
@@ -30,7 +31,7 @@ def _env() -> jinja2.Environment:
 
 def render(name: str, **values: Any) -> str:
     """Render `prompts/<name>.j2`; a missing variable is an error, not an empty string."""
-    return _env().get_template(f"{name}.j2").render(**values).strip()
+    return prompt_environment(PROMPTS_DIR).get_template(f"{name}.j2").render(**values).strip()
 
 
 def template_hashes() -> dict[str, str]:

@@ -14,17 +14,15 @@ import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from memeval.systems.base import MemoryKey
 from memeval.systems.fact_store import Entry, FactStore
 from reference_memory.calls import Caller, ModelCallError
 from reference_memory.model import MemoryModel, Message
 from reference_memory.report import Status, UpdateReport
+from reference_memory.templates import prompt_environment
 from reference_memory.turn import Turn
 
 KIND = "fact"
@@ -298,21 +296,10 @@ def _transcript(turn: Turn) -> str:
     return Turn(messages=messages).render()
 
 
-@cache
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(PROMPTS_DIR),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,  # plain-text prompts for a model, never HTML
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
 def _messages(name: str, **values: Any) -> list[Message]:
     """A prompt file's `system` block (static, so llama.cpp reuses it as a cached prefix)
     and its `user` block (this call's data) as chat messages."""
-    template = _env().get_template(f"{name}.j2")
+    template = prompt_environment(PROMPTS_DIR).get_template(f"{name}.j2")
     context = template.new_context(values)
     return [
         {"role": role, "content": "".join(template.blocks[role](context)).strip()}
