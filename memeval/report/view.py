@@ -27,6 +27,16 @@ from reference_memory import CAP, TARGET, TRIGGER
 SIZE_LINES = [
     (v, f"{name} {v:,}") for v, name in ((TARGET, "target"), (TRIGGER, "trigger"), (CAP, "cap"))
 ]
+# systems whose memory is not one capped file: the file's cap, trigger and target lines would
+# mislead on their size chart (core-search's snapshot is its core plus the archive)
+NOT_ONE_FILE = frozenset(
+    {"retrieval", "core-search", "core-search-inject", "none", "full-history", "oracle"}
+)
+
+
+def size_lines(info: RunInfo) -> list[tuple[int, str]]:
+    """The file's limits on the size chart, for runs whose memory is the file."""
+    return [] if info.memory in NOT_ONE_FILE else SIZE_LINES
 
 
 @dataclass
@@ -212,7 +222,7 @@ def _unit(
         scenario=scenario,
         repeat=repeat,
         title=run.title(scenario),
-        chart=_chart(cards, sessions),
+        chart=_chart(cards, sessions, size_lines(run)),
         columns=[Column(c.anchor, c.index, c.turn, c.index in starts) for c in cards],
         grid=grid,
         sessions=sessions,
@@ -247,7 +257,7 @@ def _sessions(
     return blocks
 
 
-def _chart(cards: list[Card], sessions: list[SessionBlock]) -> Chart:
+def _chart(cards: list[Card], sessions: list[SessionBlock], lines: list[tuple[int, str]]) -> Chart:
     points = []
     for c in cards:
         comp = c.compaction
@@ -259,7 +269,7 @@ def _chart(cards: list[Card], sessions: list[SessionBlock]) -> Chart:
             SizePoint(c.index, c.file_chars, c.anchor, c.turn, mark, c.status == "dropped-over-cap")
         )
     spans = [SessionSpan(s.cards[0].index, s.cards[-1].index, s.id, s.kind) for s in sessions]
-    return size_chart(points, spans, SIZE_LINES)
+    return size_chart(points, spans, lines)
 
 
 def _is_fake(spec: str) -> bool:

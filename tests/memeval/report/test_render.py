@@ -249,3 +249,18 @@ def test_no_design_row_for_a_scenario_the_design_did_not_run(sample_run: Path) -
     html, elements = _report(sample_run)
     assert not [e for e in elements if e.tag == "tr" and "design" in e.classes]
     assert "The design's run" not in html
+
+
+def test_the_files_limits_are_drawn_only_for_a_file_memory(tmp_path: Path) -> None:
+    from tests.memeval.rundirs import RunDirBuilder
+
+    def chart_labels(memory: str) -> str:
+        run = RunDirBuilder(tmp_path / memory, memory=memory)
+        run.scenario("s").turn("t1", file="- Datasets have 70 rows.\n")
+        html, _ = _report(run.write())
+        return html
+
+    assert "cap 8,000" in chart_labels("file") and "trigger 7,000" in chart_labels("file")
+    for system in ("retrieval", "core-search"):  # a fact list, or a core plus its archive
+        assert "cap 8,000" not in chart_labels(system)
+        assert "trigger 7,000" not in chart_labels(system)
