@@ -61,18 +61,17 @@ async def _check_openai(model: Any, spec: str) -> CheckReport:
     from memeval.models import openai as oa
 
     report = CheckReport(spec)
-    client, _ = model._client()
     base = {"model": model.model, "messages": CHAT_PROMPT, "max_tokens": 8, "temperature": 0.0}
     started = time.perf_counter()
     try:
-        raw = await client.chat.completions.create(**base)
+        raw = await model.send(base)
     except (openai.APIConnectionError, openai.APITimeoutError) as exc:
         where = model.base_url or "https://api.openai.com/v1"
         raise Unreachable(f"{spec}: cannot reach {where} ({type(exc).__name__})") from None
     except openai.AuthenticationError:
         raise Unreachable(f"{spec}: the server refused the key (check OPENAI_API_KEY)") from None
     except openai.APIStatusError as exc:
-        raise Unreachable(f"{spec}: HTTP {exc.status_code}: {oa._brief(exc)}") from None
+        raise Unreachable(f"{spec}: HTTP {exc.status_code}: {oa.brief(exc)}") from None
     latency = time.perf_counter() - started
     text = (raw.choices[0].message.content or "").strip() if raw.choices else ""
     report.add("chat", True, f"{latency:.2f} s for a short answer: {text[:40]!r}")
@@ -82,18 +81,16 @@ async def _check_openai(model: Any, spec: str) -> CheckReport:
 
     first_working: str | None = None
     for mode in oa.JSON_MODES:
-        request = model._request(oa.PROBE_MESSAGES, None, oa.PROBE_SCHEMA, mode, 64, 0.0)
         try:
-            raw = await client.chat.completions.create(**request)
-            oa._parse(raw, True)
+            raw = await model.send(model.probe_request(mode))
         except openai.APIStatusError as exc:
             report.add(f"json: {mode}", False, f"rejected: HTTP {exc.status_code}")
             continue
-        except oa._Garbage:
-            report.add(f"json: {mode}", False, "accepted, but the answer was not JSON")
-            continue
         except (openai.APIConnectionError, openai.APITimeoutError, ModelError) as exc:
             report.add(f"json: {mode}", False, f"failed: {type(exc).__name__}")
+            continue
+        if not oa.answered_json(raw):
+            report.add(f"json: {mode}", False, "accepted, but the answer was not JSON")
             continue
         report.add(f"json: {mode}", True, "answered with JSON")
         first_working = first_working or mode

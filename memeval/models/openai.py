@@ -292,6 +292,21 @@ class OpenAIModel:
             response.model = self.name
             return response
 
+    async def send(self, request: Mapping[str, Any]) -> Any:
+        """One raw chat-completions request on this model's client, answered as the server
+        answers it (no retry, no stepping down): for probes that must see exactly that. A body
+        that is not JSON raises ModelError."""
+        client, limit = self._client()
+        async with limit:
+            try:
+                return await _create(client, dict(request))
+            except _Garbage as exc:
+                raise ModelError(f"{self.name}: {exc}") from exc
+
+    def probe_request(self, mode: str) -> dict[str, Any]:
+        """The JSON-mode probe (PROBE_SCHEMA) as a request in `mode`."""
+        return self._request(PROBE_MESSAGES, None, PROBE_SCHEMA, mode, 64, 0.0)
+
     def _request(
         self,
         messages: Sequence[Message],
@@ -511,6 +526,20 @@ def _strict(schema: Mapping[str, Any]) -> bool:
         value = schema.get(key)
         children.extend(value.values() if isinstance(value, Mapping) else value or [])
     return all(_strict(c) for c in children if isinstance(c, Mapping))
+
+
+def answered_json(raw: Any) -> bool:
+    """Whether a raw chat-completions answer carries usable JSON content."""
+    try:
+        _parse(raw, True)
+    except _Garbage:
+        return False
+    return True
+
+
+def brief(exc: BaseException) -> str:
+    """An exception on one line, at most 300 characters."""
+    return _brief(exc)
 
 
 def _brief(exc: BaseException) -> str:
