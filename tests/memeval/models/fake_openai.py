@@ -1,7 +1,8 @@
 """A real HTTP server on 127.0.0.1 that speaks just enough of the Chat Completions API.
 
-Each request takes the next scripted reply (status, body, headers, delay); every request
-body is kept for the test to inspect. No mocking of the openai package: it talks HTTP to us.
+Each request takes the next scripted reply (status, body, headers, delay), or, given a
+`responder`, the reply it computes from the request body; every request body is kept for the
+test to inspect. No mocking of the openai package: it talks HTTP to us.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -71,7 +72,8 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> R
 
 
 class FakeOpenAIServer:
-    def __init__(self) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any]], Reply] | None = None) -> None:
+        self.responder = responder
         self.replies: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -85,7 +87,12 @@ class FakeOpenAIServer:
                 with server._lock:
                     server.requests.append(body)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    reply = server.replies.pop(0) if server.replies else error(500, "unscripted")
+                    if server.responder is not None:
+                        reply = server.responder(body)
+                    elif server.replies:
+                        reply = server.replies.pop(0)
+                    else:
+                        reply = error(500, "unscripted")
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 data = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
