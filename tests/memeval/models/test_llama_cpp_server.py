@@ -6,7 +6,6 @@ call."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
@@ -22,6 +21,7 @@ from memeval.health import run_health
 from memeval.models.weights import ensure_weights, lookup
 from memeval.rundir.record import read_run
 from memeval.rundir.saved import SavedRun
+from tests.memeval.clirun import memeval_cli
 
 pytestmark = pytest.mark.local_model
 
@@ -71,22 +71,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def memeval(base_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "OPENAI_BASE_URL": base_url,
-        "MEMEVAL_CACHE_DIR": str(tmp_path / "cache"),
-        "COLUMNS": "160",  # one table row per line
-    }
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "memeval", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
+    env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": None, "COLUMNS": "160"}
+    return memeval_cli(*args, cache=tmp_path / "cache", env=env, timeout_s=1500)
 
 
 def test_models_check_reports_what_the_server_accepts(server: str, tmp_path: Path) -> None:

@@ -5,10 +5,7 @@ writes byte-identical snapshots and reaches the same verdicts."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from memeval.models.weights import cache_dir as weights_dir
 from memeval.rundir.record import read_events
 from memeval.rundir.results import load_results
 from memeval.rundir.saved import SavedRun
+from tests.memeval.clirun import memeval_cli
 
 pytestmark = pytest.mark.local_model
 
@@ -26,16 +24,8 @@ SPEC = "local:qwen2.5-coder-0.5b"
 
 
 def run(out: Path, cache: Path) -> Path:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMEVAL_CACHE_DIR": str(cache)}
     args = ["run", str(MINI), "--model", SPEC, "--out", str(out), "--no-progress"]
-    done = subprocess.run(
-        [sys.executable, "-m", "memeval", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
+    done = memeval_cli(*args, cache=cache, timeout_s=1500)
     assert done.returncode == 0, done.stderr[-2000:]
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     return run_dir

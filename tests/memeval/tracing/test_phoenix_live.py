@@ -16,8 +16,8 @@ from memeval.tracing.annotations import Annotation, log_annotations
 from memeval.tracing.phoenix import PhoenixServer, phoenix_installed, running_phoenix
 from memeval.tracing.spans import setup_tracing
 from tests.conftest import require_service
+from tests.memeval.clirun import memeval_run
 
-from .clirun import memeval_run
 from .flow import RUN_ID, SCENARIO, USER, run_flow
 
 pytestmark = pytest.mark.phoenix

@@ -15,8 +15,8 @@ from memeval.errors import ConfigError
 from memeval.rundir.record import read_events, read_run
 from memeval.tracing.endpoint import normalize_endpoint
 from memeval.tracing.spans import setup_tracing
+from tests.memeval.clirun import memeval_run
 
-from .clirun import memeval_run
 from .flow import run_flow
 
 BOUND_S = 2.0  # the bound; the check is designed to take ~1 s
