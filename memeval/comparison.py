@@ -104,6 +104,7 @@ def build_comparison(path: Path) -> ComparisonView:
                     not_stored=sum(r.failed and r.reach == "not stored" for r in mine),
                     read_tokens=_read_tokens(run, metrics.scenario),
                     settings=dict(run.info.memory_settings),
+                    cached_calls=_cached_calls(run),
                 )
             )
     rows.sort(
@@ -124,6 +125,11 @@ def build_comparison(path: Path) -> ComparisonView:
     return ComparisonView(
         path=Path(path), info=info, rows=rows, questions=questions, missing=missing
     )
+
+
+def _cached_calls(run: SavedRun) -> tuple[int, int]:
+    cache = run.info.fingerprint.cache if run.info.fingerprint is not None else None
+    return (cache.hits, cache.calls) if cache is not None else (0, 0)
 
 
 def _read_tokens(run: SavedRun, scenario: str) -> float | None:
@@ -290,7 +296,9 @@ def comparison_table(view: ComparisonView) -> Table:
             f"{row.stored_not_served}/{row.failed_questions}",
             f"{m.model_calls_per_turn:.1f}",
             f"{m.tokens_per_turn:,.0f}",
-            "–" if p50 is None or p95 is None else f"{p50:.1f}/{p95:.1f} s",
+            "–"
+            if p50 is None or p95 is None
+            else f"{p50:.1f}/{p95:.1f} s" + (" (cached)" if row.latency_replayed else ""),
             "–" if row.read_tokens is None else f"{row.read_tokens:,.0f}",
         )
     return table

@@ -51,7 +51,14 @@ class SystemRow:
     stored_not_served: int = 0
     not_stored: int = 0
     read_tokens: float | None = None  # mean injected tokens per live request (≈ chars / 4)
+    cached_calls: tuple[int, int] = (0, 0)  # (served by the response cache, all turn calls)
     settings: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def latency_replayed(self) -> bool:
+        """Most calls were replayed from the cache: the update latency was not measured."""
+        hits, calls = self.cached_calls
+        return calls > 0 and hits * 2 > calls
 
 
 @dataclass

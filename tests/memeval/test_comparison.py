@@ -153,3 +153,15 @@ def test_gate_on_the_comparison_directory_names_the_system_runs(comparison: Path
     assert "a comparison of several memory systems" in output
     assert f"{comparison / 'file'} (or retrieval, core-search)" in " ".join(output.split())
     assert not (comparison / "b.json").exists()
+
+
+def test_a_system_replayed_from_the_cache_says_its_latency_was_not_measured() -> None:
+    from memeval.report.comparison import SystemRow
+    from memeval.rundir.results import ScenarioMetrics
+
+    def row(hits: int, calls: int) -> SystemRow:
+        metrics = ScenarioMetrics(scenario="combined")
+        return SystemRow("combined", "file", "file", metrics, cached_calls=(hits, calls))
+
+    assert row(315, 317).latency_replayed
+    assert not row(1, 227).latency_replayed and not row(0, 0).latency_replayed
