@@ -7,7 +7,8 @@ reference_memory < errors, version, plugins, progress, tracing core < scenario, 
 < rundir < systems, agent, traced tools < replay, runner < grading, health, importers < report,
 tables, gate, baseline, compare, junit, summary, annotations < publish, finish, comparison
 < cli and the public face. Within a layer any direction is allowed; a cycle never is. The
-report renders results and never grades, so report -> grading is refused even though it points downward.
+report renders results and never grades, so report -> grading is refused even though it
+points downward.
 """
 
 from __future__ import annotations
