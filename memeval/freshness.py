@@ -68,6 +68,7 @@ def stale_baseline(
 
 # `memeval run` options that only say where output goes (they do not shape results)
 OUTPUT_OPTIONS = ("--out", "--baseline", "--junit", "--phoenix", "--project", "--resume")
+DISPLAY_FLAGS = ("--progress", "--no-progress")  # how a run looks, never what it computes
 
 
 def _keep_result_options(argv: list[str]) -> list[str]:
@@ -78,6 +79,8 @@ def _keep_result_options(argv: list[str]) -> list[str]:
             skip = False
         elif arg in OUTPUT_OPTIONS:
             skip = True
+        elif arg in DISPLAY_FLAGS:
+            continue
         elif not arg.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS)):
             kept.append(arg)
     return kept
