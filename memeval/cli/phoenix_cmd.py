@@ -27,6 +27,9 @@ def phoenix_command(
     server = PhoenixServer(port, data_dir)
     # A `kill` must not orphan Phoenix (it runs in its own session): treat it like Ctrl-C.
     previous = signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C stops it even when started from a shell that ignores SIGINT for background jobs
+    # (a child inherits the ignore, and Python then never raises KeyboardInterrupt).
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     typer.echo(f"Starting Phoenix (about 15 s); log: {server.log_path}", err=True)
     try:
         server.start()
@@ -46,6 +49,7 @@ def phoenix_command(
     finally:
         server.stop()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     raise fail(
         f"Phoenix exited on its own with code {code} (log: {server.log_path})", EXIT_INTERNAL
     )
