@@ -25,7 +25,11 @@ def run_command(
         typer.Argument(metavar="SCENARIO_OR_PATH...", help="Bundled scenario names or YAML paths."),
     ] = None,
     memory: Annotated[
-        str, typer.Option(help="file | none | full-history | oracle | package.module:factory")
+        str,
+        typer.Option(
+            help="file | retrieval | core-search | core-search-inject | none | full-history | "
+            "oracle | package.module:factory; a comma list (file,retrieval) runs each side by side"
+        ),
     ] = "file",
     model: Annotated[
         str | None,
