@@ -6,8 +6,10 @@ Goals, `[user]` lines, then goal checkpoints. Up to 3 attempts while the result 
 the trigger (and, with `pursue_target`, while it is still over the target), each one shortening
 the best valid version so far. A version that breaks the priority order in code
 (`compaction_rules`) is rejected and the model is asked again with the exact reason, like an
-edit batch. The chosen version is checked whole by the safety gate; `[user]` lines that did not
-survive word for word are reported.
+edit batch. An attempt whose request would repeat the last answered one word for word (the
+same rejection of the same file) is not made: at temperature 0 the model, or the response
+cache, would give the same answer again. The chosen version is checked whole by the safety
+gate; `[user]` lines that did not survive word for word are reported.
 """
 
 from __future__ import annotations
@@ -94,14 +96,22 @@ class Compactor:
         best: str | None = None
         source = text
         rejected: str | None = None
+        answered: list[Message] | None = None  # the last request the model answered
         for attempt in range(1, self.attempts + 1):
+            messages = self.messages(source, attempt, rejected)
+            if messages == answered:
+                report.errors.append(
+                    f"attempt {attempt}: not made, its request would repeat attempt "
+                    f"{attempt - 1}'s word for word"
+                )
+                break
             report.attempts = attempt
             try:
-                messages = self.messages(source, attempt, rejected)
                 completion = await caller.text(self.role, messages)
-            except ModelCallError as exc:
+            except ModelCallError as exc:  # a failed call may be asked again as it was
                 report.errors.append(f"attempt {attempt}: {exc.reason}")
                 continue
+            answered = messages
             candidate = strip_fence(completion.text).strip() + "\n"
             rejected = self._problem(candidate, text) or priority_violation(text, candidate)
             if rejected:
