@@ -50,6 +50,7 @@ def outcome(run_dir: Path) -> tuple[list[str], list[tuple[str, str | None, str |
 def test_a_partly_warm_cache_gives_the_same_snapshots_and_verdicts(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
+    weights_dir().mkdir(parents=True, exist_ok=True)  # on a new machine nothing made it yet
     (cache / "models").symlink_to(weights_dir(), target_is_directory=True)  # no second copy
 
     fresh = run(tmp_path / "fresh", cache)
