@@ -229,7 +229,7 @@ def run_comparison(
 
     from memeval.finish import finish_run
     from memeval.rundir.record import read_run
-    from memeval.runner import run
+    from memeval.runner import run, updater_name
     from memeval.scenario.loader import resolve
     from memeval.systems.factory import check_memory_spec
 
@@ -238,7 +238,7 @@ def run_comparison(
     else:
         systems = parse_systems(options.memory)
         for system in systems:
-            check_memory_spec(system)
+            check_memory_spec(system, updater_name(options))
         names = [resolve(target).name for target in options.targets]  # bad input fails first
         path, info = new_comparison(options.out, names, systems, options.argv)
         info.targets = list(options.targets)

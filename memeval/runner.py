@@ -110,7 +110,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         if role not in given
     }
     strategies = choose_strategies(specs, options.updater, options.safety)
-    check_memory_spec(options.memory)
+    check_memory_spec(options.memory, updater_name(options))
     for role in roles:  # a missing key or weights package fails now, before anything is written
         if role not in given:
             build_model(specs[role])
@@ -163,6 +163,13 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
     )
     write_run(run_dir, info)
     return run_dir, info, scenarios
+
+
+def updater_name(options: RunOptions) -> str:
+    """The updater role's model as the run will name it (a given model's own name)."""
+    if "updater" in options.chat_models:
+        return options.chat_models["updater"].name
+    return str(resolve_specs(options.model, options.role_models)["updater"])
 
 
 def _result_settings(info: RunInfo) -> dict[str, str]:
@@ -278,6 +285,7 @@ async def _run_unit(
             store=options.store,
             namespace=f"{info.run_id}/r{repeat}",
             options=strategy_objects(info.strategies),
+            calls=sink,
         )
         system: MemorySystem = build_system(info.memory, env)
         if isinstance(system, Describable):

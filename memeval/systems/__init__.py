@@ -1,5 +1,5 @@
-"""Memory systems: `file`, `retrieval`, `core-search` (and `core-search-inject`), `none`,
-`full-history`, `oracle`, or a user's `pkg.mod:attr`."""
+"""Memory systems: `file`, `retrieval`, `core-search` (and `core-search-inject`), `mem0`,
+`none`, `full-history`, `oracle`, or a user's `pkg.mod:attr`."""
 
 from memeval.systems.base import (
     Closeable,
@@ -18,6 +18,7 @@ BUILTIN = (
     "retrieval",
     "core-search",
     "core-search-inject",
+    "mem0",
     "none",
     "full-history",
     "oracle",

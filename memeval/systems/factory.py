@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memeval.errors import ConfigError
+from memeval.models.accounting import CallSink
 from memeval.models.base import ChatModel
 from memeval.plugins import load_attr
 from memeval.scenario.schema import ResolvedScenario
@@ -19,11 +20,11 @@ from memeval.systems.oracle import OracleMemory
 from reference_memory.model import MemoryModel
 
 VALID = (
-    "file, retrieval, core-search, core-search-inject, none, full-history, oracle, "
+    "file, retrieval, core-search, core-search-inject, mem0, none, full-history, oracle, "
     "or package.module:factory"
 )
-# built-in systems that learn through the pipeline's model roles
-LEARNING = ("file", "retrieval", "core-search", "core-search-inject")
+# built-in systems that learn through the pipeline's model roles (mem0 calls the updater's)
+LEARNING = ("file", "retrieval", "core-search", "core-search-inject", "mem0")
 
 
 @dataclass
@@ -37,6 +38,7 @@ class SystemEnv:
     store: str | None = None  # a postgresql:// DSN; None = SQLite in workdir
     namespace: str = ""  # makes keys unique on a shared store
     options: dict[str, Any] = field(default_factory=dict)  # FileMemory options
+    calls: CallSink | None = None  # the unit's call sink, for calls made outside ChatModels
 
 
 def build_system(spec: str, env: SystemEnv) -> MemorySystem:
@@ -48,6 +50,8 @@ def build_system(spec: str, env: SystemEnv) -> MemorySystem:
         return _core_search(env, "tool")
     if spec == "core-search-inject":
         return _core_search(env, "inject")
+    if spec == "mem0":
+        return _mem0(env)
     if spec == "none":
         return NoMemory()
     if spec == "full-history":
@@ -66,8 +70,14 @@ def build_system(spec: str, env: SystemEnv) -> MemorySystem:
     return system
 
 
-def check_memory_spec(spec: str) -> None:
-    """Fail early on a memory spec that can never build (unknown name, unimportable plugin)."""
+def check_memory_spec(spec: str, updater: str | None = None) -> None:
+    """Fail early on a memory spec that can never build (unknown name, unimportable plugin;
+    for mem0: the library or its embedder not installed, an updater it cannot call)."""
+    if spec == "mem0":
+        from memeval.systems.mem0_setup import check_mem0, check_updater
+
+        check_updater(updater)
+        check_mem0()
     if spec in BUILTIN:
         return
     if ":" not in spec:
@@ -124,3 +134,9 @@ def _core_search(env: SystemEnv, mode: Literal["tool", "inject"]) -> MemorySyste
 
     archive = _fact_store(env, "archive.sqlite")
     return CoreSearchMemory(env.memory_models, _file_store(env), archive, mode=mode, **env.options)
+
+
+def _mem0(env: SystemEnv) -> MemorySystem:
+    from memeval.systems.mem0_system import build_mem0
+
+    return build_mem0(env, calls=env.calls)

@@ -101,6 +101,8 @@ def test_resume_runs_only_the_systems_that_did_not_finish(comparison: Path, tmp_
         ("file,,retrieval", "empty item"),
         ("file,file", "twice"),
         ("file,bogus", "unknown memory system 'bogus'"),
+        # Mem0 calls its LLM over HTTP: a fake updater is refused before `file` runs
+        ("file,mem0", "--memory mem0 needs the updater role on openai:MODEL or local:NAME"),
     ],
 )
 def test_a_bad_system_list_is_one_line_and_writes_nothing(
