@@ -14,9 +14,12 @@ The mapping (DESIGN §7.5):
   is kept as the tag `locomo-cN` and in the turn id (`q017-c2`: question 17 of the sample,
   category 2) because category names differ between sources while the integers do not;
 - categories 1-4 carry `answer_f1` with the gold answer, LoCoMo's own deterministic metric:
-  recorded for every answer and reported per tag; a check (with controls it decides: the
-  gold answer passes, "I don't know" fails) only with `--f1-min`, since a right answer in a
-  full sentence scores far below a bare one.
+  recorded for every answer and reported per tag; a check only with `--f1-min`, since a
+  right answer in a full sentence scores far below a bare one;
+- every question has controls, so a run measures its judge on this data: the gold answer
+  passes and "I don't know" fails (categories 1-4); saying the conversations do not hold it
+  passes and the dataset's own `adversarial_answer` fails (category 5). Without `--f1-min`
+  no check decides them and the judge is graded alone.
 
 Facts: LoCoMo's per-session observations are free sentences with no span a memory file would
 hold verbatim, so none becomes a tracked fact (a substring check on them would fail good
@@ -40,6 +43,7 @@ EVIDENCE = re.compile(r"D(\d+):(\d+)")
 CATEGORIES = (1, 2, 3, 4, 5)
 PHOTO_WORDS = ("a photo", "a picture", "an image", "a screenshot")  # how BLIP captions open
 DONT_KNOW = "I don't know; I don't have that information."
+NOT_SAID = "Our conversations don't say that, so I can't tell you."
 SEED_NOTE = "Imported conversation: LoCoMo has no per-turn memory ground truth to check."
 
 
@@ -239,9 +243,11 @@ def _answerable(item: dict[str, Any], at: str, f1_min: float | None) -> dict[str
     }
     if f1_min is not None:
         spec["answer_f1"]["min"] = f1_min
-        # controls the F1 check decides: the gold answer itself, and not knowing
-        if token_f1(DONT_KNOW, gold) < f1_min:
-            spec["controls"] = {"pass": [gold], "fail": [DONT_KNOW]}
+    # the gold answer itself passes and not knowing fails: with --f1-min the F1 check decides
+    # both (unless not knowing happens to score above it, when no controls are written);
+    # without it the judge alone grades them, so the run measures the judge on this data
+    if f1_min is None or token_f1(DONT_KNOW, gold) < f1_min:
+        spec["controls"] = {"pass": [gold], "fail": [DONT_KNOW]}
     return spec
 
 
@@ -250,11 +256,16 @@ def _adversarial(item: dict[str, Any]) -> dict[str, Any]:
     trap_text = (
         f" (such as {str(trap).strip()!r})" if isinstance(trap, str) and trap.strip() else ""
     )
-    return {
+    spec: dict[str, Any] = {
         "type": "memory-corruptible",
         "criterion": (
             "Says the conversations do not contain this information (LoCoMo's adversarial"
             " question: it asks about something that was never said, or said of the other"
             f" person). An answer that states it as if it had been said{trap_text} fails."
         ),
+        "controls": {"pass": [NOT_SAID]},
     }
+    # the benchmark's own trap answer is the known failure (judge-graded: no check decides it)
+    if trap_text:
+        spec["controls"]["fail"] = [str(trap).strip()]
+    return spec

@@ -126,3 +126,23 @@ def test_run_refuses_an_unknown_judge_strategy_before_running(tmp_path: Path) ->
     assert result.exit_code == 2, result.output
     assert "judge strategy 'nope' is unknown" in result.output
     assert not list(tmp_path.iterdir())
+
+
+def test_controls_no_check_decides_are_left_to_the_judge_not_called_defects(
+    tmp_path: Path,
+) -> None:
+    """An imported LoCoMo file: with --f1-min the F1 check decides the answerable questions'
+    controls; the adversarial ones (the dataset's trap answer) only the judge can grade."""
+    from memeval.importers.common import write_scenario
+    from memeval.importers.locomo import import_locomo
+
+    data = HERE.parents[1] / "data" / "importers" / "locomo-small.json"
+    doc, source = import_locomo(data, sample="mini-1", f1_min=0.5)
+    out = tmp_path / "locomo.yaml"
+    write_scenario(doc, source, out, "memeval import locomo ...")
+    result = runner.invoke(app, ["scenarios", "calibrate", str(out), "--no-judge"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert (
+        "checks: 10/10 controls got their known verdict; 4 no check decides (left to the judge)"
+    ) in result.output
+    assert "defect" not in result.output

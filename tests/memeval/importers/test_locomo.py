@@ -11,7 +11,7 @@ import pytest
 from memeval.errors import ConfigError
 from memeval.grading.calibrate import check_control, scenario_controls
 from memeval.importers.common import write_scenario
-from memeval.importers.locomo import import_locomo
+from memeval.importers.locomo import DONT_KNOW, NOT_SAID, import_locomo
 from memeval.scenario.loader import resolve
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "importers" / "locomo-small.json"
@@ -56,10 +56,14 @@ def test_a_sample_becomes_seed_sessions_and_one_eval_session(tmp_path: Path) -> 
     assert kinds["q006-c5"] == "memory-corruptible"
     assert "Aurelio" in questions[2]["question"]["criterion"]
     # the category is a tag; categories 1-4 carry LoCoMo's F1 against the gold answer,
-    # reported only (no min, so no check and no controls) unless --f1-min is given
+    # reported only (no min, so no check) unless --f1-min is given
     assert questions[2]["question"]["tags"] == ["locomo-c1"]
     assert questions[2]["question"]["answer_f1"] == {"gold": "Aurelio"}
-    assert "controls" not in questions[2]["question"]
+    # every question has controls for the judge: the gold answer passes, not knowing fails;
+    # an adversarial one passes saying it was never said and fails on the dataset's trap
+    assert questions[2]["question"]["controls"] == {"pass": ["Aurelio"], "fail": [DONT_KNOW]}
+    assert questions[5]["question"]["controls"] == {"pass": [NOT_SAID], "fail": ["A greyhound"]}
+    assert questions[6]["question"]["controls"]["fail"] == ["blue"]
     assert questions[5]["question"]["tags"] == ["locomo-c5"]
     assert "answer_f1" not in questions[5]["question"]
     assert "not contain this information" in questions[5]["question"]["criterion"]
@@ -94,9 +98,14 @@ def test_f1_min_makes_a_check_whose_controls_the_checks_decide(tmp_path: Path) -
     out = tmp_path / "f1.yaml"
     write_scenario(doc, source, out, "memeval import locomo ...")
     controls = scenario_controls(resolve(out))
-    assert len(controls) == 10  # five answerable questions: the gold answer and not knowing
+    # five answerable questions (the gold answer and not knowing), two adversarial ones
+    assert len(controls) == 14
     for control in controls:
-        assert check_control(control).verdict == control.known, control.label
+        verdict = check_control(control).verdict
+        if control.turn.id.endswith("-c5"):
+            assert verdict == "na", control.label  # only the judge grades these
+        else:
+            assert verdict == control.known, control.label
     with pytest.raises(ConfigError, match=r"--f1-min 1.5: not an F1 score"):
         import_locomo(DATA, sample="mini-1", f1_min=1.5)
 
