@@ -6,8 +6,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from memeval.models import guard
+
+# Property tests check behaviour, never speed: hypothesis' default 200 ms deadline per example
+# fails them on a loaded machine (a run beside the embedded model measured 272 ms for one).
+settings.register_profile("memeval", deadline=None)
+settings.load_profile("memeval")
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 PG_DSN = os.environ.get("MEMEVAL_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
