@@ -17,9 +17,10 @@ The mapping (DESIGN §7.5):
   recorded for every answer and reported per tag; a check only with `--f1-min`, since a
   right answer in a full sentence scores far below a bare one;
 - every question has controls, so a run measures its judge on this data: the gold answer
-  passes and "I don't know" fails (categories 1-4); saying the conversations do not hold it
-  passes and the dataset's own `adversarial_answer` fails (category 5). Without `--f1-min`
-  no check decides them and the judge is graded alone.
+  passes, and "I don't know" and a confident wrong answer (another question's gold answer
+  sharing no token with this one's) fail (categories 1-4); saying the conversations do not
+  hold it passes and the dataset's own `adversarial_answer` fails (category 5). Without
+  `--f1-min` no check decides them and the judge is graded alone.
 
 Facts: LoCoMo's per-session observations are free sentences with no span a memory file would
 hold verbatim, so none becomes a tracked fact (a substring check on them would fail good
@@ -226,7 +227,30 @@ def _questions(
         spec = _adversarial(item) if category == 5 else _answerable(item, at, f1_min)
         spec["tags"] = [f"locomo-c{category}"]
         turns.append({"id": f"q{index:03d}-c{category}", "user": question, "question": spec})
+    _add_confident_wrong_controls(turns)
     return turns, dropped
+
+
+def _add_confident_wrong_controls(turns: list[dict[str, Any]]) -> None:
+    """A fail control in the form a wrong answer takes: the gold answer of the next kept
+    question of the same category (then of any category) that shares no token with this
+    one's gold. "I don't know" alone is too easy a negative: a judge can reject it and still
+    pass every confident wrong answer."""
+    answerable = [t["question"] for t in turns if "answer_f1" in t["question"]]
+    for n, spec in enumerate(answerable):
+        gold = spec["answer_f1"]["gold"]
+        others = answerable[n + 1 :] + answerable[:n]
+        others.sort(key=lambda other: other["tags"] != spec["tags"])  # stable: order kept
+        wrong = next(
+            (
+                other["answer_f1"]["gold"]
+                for other in others
+                if token_f1(other["answer_f1"]["gold"], gold) == 0.0
+            ),
+            None,
+        )
+        if wrong is not None and "controls" in spec:
+            spec["controls"]["fail"].append(wrong)
 
 
 def _answerable(item: dict[str, Any], at: str, f1_min: float | None) -> dict[str, Any]:

@@ -143,6 +143,6 @@ def test_controls_no_check_decides_are_left_to_the_judge_not_called_defects(
     result = runner.invoke(app, ["scenarios", "calibrate", str(out), "--no-judge"], env=WIDE)
     assert result.exit_code == 0, result.output
     assert (
-        "checks: 10/10 controls got their known verdict; 4 no check decides (left to the judge)"
+        "checks: 15/15 controls got their known verdict; 4 no check decides (left to the judge)"
     ) in result.output
     assert "defect" not in result.output

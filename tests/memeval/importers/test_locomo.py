@@ -59,9 +59,16 @@ def test_a_sample_becomes_seed_sessions_and_one_eval_session(tmp_path: Path) -> 
     # reported only (no min, so no check) unless --f1-min is given
     assert questions[2]["question"]["tags"] == ["locomo-c1"]
     assert questions[2]["question"]["answer_f1"] == {"gold": "Aurelio"}
-    # every question has controls for the judge: the gold answer passes, not knowing fails;
+    # every question has controls for the judge: the gold answer passes; not knowing and a
+    # confident wrong answer (the next same-category question's gold, sharing no token) fail;
     # an adversarial one passes saying it was never said and fails on the dataset's trap
-    assert questions[2]["question"]["controls"] == {"pass": ["Aurelio"], "fail": [DONT_KNOW]}
+    assert questions[2]["question"]["controls"] == {
+        "pass": ["Aurelio"],
+        "fail": [DONT_KNOW, "A greyhound"],
+    }
+    assert questions[3]["question"]["controls"]["fail"][1] == "Aurelio"
+    # no other category-4 question: the next one of any category
+    assert questions[0]["question"]["controls"]["fail"][1] == "5 March 2024"
     assert questions[5]["question"]["controls"] == {"pass": [NOT_SAID], "fail": ["A greyhound"]}
     assert questions[6]["question"]["controls"]["fail"] == ["blue"]
     assert questions[5]["question"]["tags"] == ["locomo-c5"]
@@ -98,8 +105,8 @@ def test_f1_min_makes_a_check_whose_controls_the_checks_decide(tmp_path: Path) -
     out = tmp_path / "f1.yaml"
     write_scenario(doc, source, out, "memeval import locomo ...")
     controls = scenario_controls(resolve(out))
-    # five answerable questions (the gold answer and not knowing), two adversarial ones
-    assert len(controls) == 14
+    # five answerable questions (the gold, not knowing, a wrong gold), two adversarial ones
+    assert len(controls) == 19
     for control in controls:
         verdict = check_control(control).verdict
         if control.turn.id.endswith("-c5"):
