@@ -50,7 +50,7 @@ from memeval.systems.factory import (
 from memeval.systems.traced import TracedMemorySystem
 from memeval.tracing.spans import Tracing, setup_tracing
 from reference_memory import SKELETON
-from reference_memory.strategies import safety_by_name, updater_by_name
+from reference_memory.strategies import compactor_by_name, safety_by_name, updater_by_name
 
 
 @dataclass
@@ -73,6 +73,7 @@ class RunOptions:
     )  # role -> instance (library use)
     updater: str | None = None  # updater strategy name (default: chosen per model)
     safety: str | None = None  # safety strategy name (default: chosen per model)
+    compactor: str | None = None  # compactor strategy name (default: chosen per model)
     argv: list[str] = field(default_factory=list)
     progress: bool = True
     async_memory: bool = False  # the next turn starts while the previous update runs
@@ -109,7 +110,7 @@ def prepare(options: RunOptions) -> tuple[Path, RunInfo, list[ResolvedScenario]]
         for role, spec in resolve_specs(options.model, options.role_models).items()
         if role not in given
     }
-    strategies = choose_strategies(specs, options.updater, options.safety)
+    strategies = choose_strategies(specs, options.updater, options.safety, options.compactor)
     check_memory_spec(options.memory, updater_name(options))
     for role in roles:  # a missing key or weights package fails now, before anything is written
         if role not in given:
@@ -286,6 +287,7 @@ async def _run_unit(
             namespace=f"{info.run_id}/r{repeat}",
             options=strategy_objects(info.strategies),
             calls=sink,
+            tracing=tracing,
         )
         system: MemorySystem = build_system(info.memory, env)
         if isinstance(system, Describable):
@@ -333,6 +335,8 @@ def strategy_objects(strategies: dict[str, str]) -> dict[str, Any]:
         objects["updater"] = updater_by_name(strategies["updater"])
     if "safety" in strategies:
         objects["safety"] = safety_by_name(strategies["safety"])
+    if "compactor" in strategies:
+        objects["compactor"] = compactor_by_name(strategies["compactor"])
     if "updater_max_tokens" in strategies:
         objects["max_tokens"] = {"updater": int(strategies["updater_max_tokens"])}
     if "call_timeout_s" in strategies:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from memeval.errors import ConfigError
 from memeval.models.spec import ModelSpec
-from reference_memory.strategies import SAFETY, UPDATERS
+from reference_memory.strategies import COMPACTORS, SAFETY, UPDATERS
 
 LOCAL_UPDATER: dict[str, str] = {
     "qwen2.5-coder-0.5b": "cascade",
@@ -26,7 +26,10 @@ LOCAL_SAFETY: dict[str, str] = {
     "qwen2.5-coder-0.5b": "checklist",
     "qwen2.5-coder-1.5b": "checklist",
 }
-DEFAULTS = {"updater": "ops", "safety": "classifier"}
+LOCAL_COMPACTOR = "select"
+"""Compactor for an embedded model: asked to rewrite a 7,000-character file, the 1.5B copies it
+back unchanged (README, "Compaction on the embedded defaults"); it can classify parts."""
+DEFAULTS = {"updater": "ops", "safety": "classifier", "compactor": "rewrite"}
 """Endpoint models, `fake` (overhead runs) and models handed in by a library caller."""
 LOCAL_OPS_MAX_TOKENS = 400
 """Output bound for an embedded model writing `ops`: a right batch of a few small operations
@@ -43,7 +46,8 @@ and with them its verdicts, depended on what the response cache held."""
 
 
 def default_strategies(specs: Mapping[str, ModelSpec]) -> dict[str, str]:
-    """role specs -> {"updater": name, "safety": name}, each from the model serving that role."""
+    """role specs -> {"updater", "safety", "compactor": name}, each from the model serving that
+    role."""
     chosen = dict(DEFAULTS)
     updater_model = _local_name(specs.get("updater"))
     if updater_model is not None:
@@ -51,13 +55,24 @@ def default_strategies(specs: Mapping[str, ModelSpec]) -> dict[str, str]:
     safety_model = _local_name(specs.get("safety"))
     if safety_model is not None:
         chosen["safety"] = LOCAL_SAFETY.get(safety_model, "checklist")
+    if _local_name(specs.get("compactor")) is not None:
+        chosen["compactor"] = LOCAL_COMPACTOR
     return chosen
 
 
 def choose_strategies(
-    specs: Mapping[str, ModelSpec], updater: str | None, safety: str | None
+    specs: Mapping[str, ModelSpec],
+    updater: str | None,
+    safety: str | None,
+    compactor: str | None = None,
 ) -> dict[str, str]:
     chosen = default_strategies(specs)
+    if compactor is not None:
+        if compactor not in COMPACTORS:
+            raise ConfigError(
+                f"--compactor {compactor!r} is unknown (valid: {', '.join(COMPACTORS)})"
+            )
+        chosen["compactor"] = compactor
     if updater is not None:
         if updater not in UPDATERS:
             raise ConfigError(f"--updater {updater!r} is unknown (valid: {', '.join(UPDATERS)})")

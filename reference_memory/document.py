@@ -54,7 +54,7 @@ def parse(text: str) -> list[Section]:
     sections: list[Section] = []
     offset = 0
     for line in text.splitlines(keepends=True):
-        level = _heading_level(line)
+        level = heading_level(line)
         if level == 2:
             sections.append(_open(line, offset, 2))
         elif level == 3 and sections:
@@ -134,7 +134,8 @@ def unique_lines(text: str) -> list[str]:
     return result
 
 
-def _heading_level(line: str) -> int:
+def heading_level(line: str) -> int:
+    """2 for a `## ` section heading, 3 for a `### ` subsection heading, 0 otherwise."""
     if line.startswith("### "):
         return 3
     if line.startswith("## "):

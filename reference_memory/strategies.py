@@ -1,10 +1,13 @@
-"""Updater and safety strategies by name, so a host (or memeval's CLI) can pick them by string."""
+"""Updater, safety and compactor strategies by name, so a host (or memeval's CLI) can pick them
+by string."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from reference_memory.cascade import CascadeUpdater
+from reference_memory.compaction import Compactor
+from reference_memory.compaction_select import SelectCompactor
 from reference_memory.safety import ClassifierSafety, SafetyStrategy
 from reference_memory.safety_checklist import ChecklistSafety
 from reference_memory.updater import OpsUpdater, UpdaterStrategy
@@ -17,6 +20,10 @@ UPDATERS: dict[str, Callable[[], UpdaterStrategy]] = {
 SAFETY: dict[str, Callable[[], SafetyStrategy]] = {
     "classifier": ClassifierSafety,
     "checklist": ChecklistSafety,
+}
+COMPACTORS: dict[str, type[Compactor]] = {
+    "rewrite": Compactor,  # the model writes the shorter file
+    "select": SelectCompactor,  # the model classifies parts, code removes them
 }
 
 
@@ -34,3 +41,13 @@ def safety_by_name(name: str) -> SafetyStrategy:
         return SAFETY[name]()
     except KeyError:
         raise ValueError(f"unknown safety strategy {name!r} (valid: {', '.join(SAFETY)})") from None
+
+
+def compactor_by_name(name: str) -> Compactor:
+    """The named compactor with the file's thresholds (7,000 trigger, 6,000 target)."""
+    try:
+        return COMPACTORS[name]()
+    except KeyError:
+        raise ValueError(
+            f"unknown compactor strategy {name!r} (valid: {', '.join(COMPACTORS)})"
+        ) from None

@@ -59,7 +59,7 @@ def calibrate_command(
     console.print(calibration_table(outcome))
     for line in summary_lines(outcome):
         console.print(line)
-    if defects(outcome):
+    if outcome.defects:
         raise typer.Exit(EXIT_REGRESSION)
 
 
@@ -105,7 +105,7 @@ def calibration_table(outcome: Calibration) -> Table:
                 kind if n == 0 else "",
                 control.label,
                 Text(control.known, style=STYLE[control.known]),
-                _verdict(result.check.verdict, _checks_right(result)),
+                _verdict(result.check.verdict, result.checks_right),
             ]
             if judged:
                 verdict = result.judge.verdict if result.judge else "-"
@@ -116,21 +116,9 @@ def calibration_table(outcome: Calibration) -> Table:
     return table
 
 
-def defects(outcome: Calibration) -> list[ControlResult]:
-    """Controls whose known verdict the checks contradict. A control no check decides (`na`:
-    the question has no check for this answer, as on imported questions only the judge
-    grades) is left to the judge, not a defect of the checks."""
-    return [r for r in outcome.results if _checks_right(r) is False]
-
-
-def _checks_right(result: ControlResult) -> bool | None:
-    """None when no check decides the control."""
-    return None if result.check.verdict == "na" else result.checks_right
-
-
 def summary_lines(outcome: Calibration) -> list[Text]:
-    decided = [r for r in outcome.results if r.check.verdict != "na"]
-    wrong = defects(outcome)
+    decided = [r for r in outcome.results if r.checks_right is not None]
+    wrong = outcome.defects
     right = len(decided) - len(wrong)
     counted = f"checks: {right}/{len(decided)} controls got their known verdict"
     if undecided := len(outcome.results) - len(decided):

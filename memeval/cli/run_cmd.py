@@ -50,6 +50,10 @@ def run_command(
     safety: Annotated[
         str | None, typer.Option(help="Safety strategy (default: chosen for the model).")
     ] = None,
+    compactor: Annotated[
+        str | None,
+        typer.Option(help="Compactor strategy: rewrite or select (default: chosen for the model)."),
+    ] = None,
     repeat: Annotated[int, typer.Option(min=1, help="Independent repetitions.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Units run at once.")] = 1,
     out: Annotated[Path, typer.Option(help="Where run directories go.")] = Path("reports"),
@@ -133,6 +137,7 @@ def run_command(
         agent=agent,
         updater=updater,
         safety=safety,
+        compactor=compactor,
         repeat=repeat,
         concurrency=concurrency,
         out=out,

@@ -100,7 +100,11 @@ class ControlResult:
     judge: JudgeResult | None = None
 
     @property
-    def checks_right(self) -> bool:
+    def checks_right(self) -> bool | None:
+        """None when no check decides the control (`na`: the question has no check for this
+        answer, as on imported questions only the judge grades); it is left to the judge."""
+        if self.check.verdict == "na":
+            return None
         return self.check.verdict == self.control.known
 
     @property
@@ -180,7 +184,7 @@ class Calibration:
     @property
     def defects(self) -> list[ControlResult]:
         """Controls whose known verdict the checks contradict (a defect of the question)."""
-        return [r for r in self.results if not r.checks_right]
+        return [r for r in self.results if r.checks_right is False]
 
 
 def load_controls(targets: Sequence[str]) -> list[Control]:

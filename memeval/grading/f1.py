@@ -12,8 +12,10 @@ import re
 import string
 from collections import Counter
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from nltk.stem import PorterStemmer
+if TYPE_CHECKING:
+    from nltk.stem import PorterStemmer
 
 _DROPPED_WORDS = re.compile(r"\b(a|an|the|and)\b", re.IGNORECASE)
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -21,6 +23,10 @@ _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 @lru_cache(maxsize=1)
 def _stemmer() -> PorterStemmer:
+    # imported on first use: `import nltk` pulls in scipy (~3.5 s), which a run whose
+    # questions carry no `answer_f1` never needs
+    from nltk.stem import PorterStemmer
+
     return PorterStemmer()
 
 

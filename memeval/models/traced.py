@@ -60,7 +60,7 @@ class TracedModel:
             return await self.inner.chat(
                 messages, tools=tools, schema=schema, max_tokens=max_tokens, temperature=temperature
             )
-        request = _request_attributes(self.inner.name, self.role, messages, tools, schema)
+        request = request_attributes(self.inner.name, self.role, messages, tools, schema)
         request[SA.LLM_INVOCATION_PARAMETERS] = to_json(
             _parameters(max_tokens, temperature, schema)
         )
@@ -75,7 +75,7 @@ class TracedModel:
                 max_tokens=max_tokens,
                 temperature=temperature,
             )
-            span.set_attributes(_response_attributes(response))
+            span.set_attributes(response_attributes(response))
             if step is not None:
                 step.set_attributes(io_value("output", response.content or ""))
             return response
@@ -91,7 +91,7 @@ class TracedModel:
             yield span
 
 
-def _request_attributes(
+def request_attributes(
     name: str,
     role: str,
     messages: Sequence[Message],
@@ -124,7 +124,7 @@ def _parameters(
     return params
 
 
-def _response_attributes(response: ChatResponse) -> Attributes:
+def response_attributes(response: ChatResponse) -> Attributes:
     output: dict[str, Any] = {"role": "assistant", "content": response.content}
     if response.tool_calls:
         output["tool_calls"] = response.tool_calls

@@ -92,7 +92,12 @@ class CoreSearchMemory:
         self.gate_summaries = gate_summaries
         self.store = store
         self.archive = archive
-        self.core = FileMemory(models, store, compactor=core_compactor(core_budget), **file_options)
+        # the run's compactor strategy, its thresholds scaled to the core budget
+        given = file_options.pop("compactor", None)
+        kind = type(given) if isinstance(given, Compactor) else Compactor
+        self.core = FileMemory(
+            models, store, compactor=core_compactor(core_budget, kind), **file_options
+        )
         self._locks: dict[MemoryKey, asyncio.Lock] = {}
 
     async def context(self, key: MemoryKey) -> str | None:
@@ -217,9 +222,9 @@ class CoreSearchMemory:
             self.archive.add(key, text, kind=kind, source=source)
 
 
-def core_compactor(core_budget: int) -> Compactor:
+def core_compactor(core_budget: int, kind: type[Compactor] = Compactor) -> Compactor:
     """Compaction scaled to the core budget as the file's 7,000/6,000/8,000 are to its cap."""
-    return Compactor(
+    return kind(
         trigger=round(core_budget * 7 / 8), target=round(core_budget * 3 / 4), cap=core_budget
     )
 
@@ -305,5 +310,6 @@ def _check_options(
         )
     if k < 1 or budget_chars < 1:
         raise ConfigError(f"core-search k ({k}) and budget_chars ({budget_chars}) must be >= 1")
-    if "compactor" in file_options:
-        raise ConfigError("core-search builds its compactor from core_budget; pass core_budget")
+    given = file_options.get("compactor")
+    if given is not None and not isinstance(given, Compactor):
+        raise ConfigError(f"core-search compactor must be a Compactor, got {type(given).__name__}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memeval.errors import ConfigError
 from memeval.models.accounting import CallSink
@@ -18,6 +18,9 @@ from memeval.systems.full_history import FullHistory
 from memeval.systems.none import NoMemory
 from memeval.systems.oracle import OracleMemory
 from reference_memory.model import MemoryModel
+
+if TYPE_CHECKING:
+    from memeval.tracing.spans import Tracing
 
 VALID = (
     "file, retrieval, core-search, core-search-inject, mem0, none, full-history, oracle, "
@@ -39,6 +42,7 @@ class SystemEnv:
     namespace: str = ""  # makes keys unique on a shared store
     options: dict[str, Any] = field(default_factory=dict)  # FileMemory options
     calls: CallSink | None = None  # the unit's call sink, for calls made outside ChatModels
+    tracing: Tracing | None = None  # the run's tracing, for spans of calls made outside them
 
 
 def build_system(spec: str, env: SystemEnv) -> MemorySystem:
@@ -139,4 +143,4 @@ def _core_search(env: SystemEnv, mode: Literal["tool", "inject"]) -> MemorySyste
 def _mem0(env: SystemEnv) -> MemorySystem:
     from memeval.systems.mem0_system import build_mem0
 
-    return build_mem0(env, calls=env.calls)
+    return build_mem0(env, calls=env.calls, tracing=env.tracing)

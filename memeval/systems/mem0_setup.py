@@ -7,6 +7,7 @@ the `mem0` extra installs neither, so Mem0 leaves both off (semantic search only
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
@@ -14,20 +15,25 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memeval.errors import ConfigError
 from memeval.models import guard, weights
 from memeval.models.accounting import CallSink, estimate_cost
-from memeval.models.base import CallRecord, ChatModel
+from memeval.models.base import CallRecord, ChatModel, ChatResponse
 from memeval.models.openai import PLACEHOLDER_KEY
+from memeval.models.traced import request_attributes, response_attributes
 from memeval.systems import mem0_server
+from memeval.tracing.attributes import LLM, Attributes, to_json
 from reference_memory import report as pipeline
 from reference_memory.calls import parse_json
+
+if TYPE_CHECKING:
+    from memeval.tracing.spans import Tracing
 
 ROLE = "updater"  # the run's model role whose model Mem0's LLM is
 EXTRA_HINT = "pip install 'memeval[mem0]'"
@@ -201,11 +207,17 @@ class LlmMeter:
     """One CallRecord per Mem0 LLM call, failed ones too: into the run's call sink (so the
     run counts calls, tokens and latency per turn as for every system) and into the update
     report of the observe() that made it, with the answer itself when Mem0 cannot have read
-    it (Mem0 then stores nothing, silently). Tokens come from Mem0's `response_callback`."""
+    it (Mem0 then stores nothing, silently). Tokens come from Mem0's `response_callback`.
+    With tracing on, each call is also an OpenInference LLM span (`llm.mem0`: the messages
+    Mem0 sent, its answer, token counts), a child of the span current where Mem0 was called
+    (asyncio.to_thread carries the context into Mem0's thread)."""
 
-    def __init__(self, model: str, sink: CallSink | None = None) -> None:
+    def __init__(
+        self, model: str, sink: CallSink | None = None, tracing: Tracing | None = None
+    ) -> None:
         self.model = model  # the updater's spec, e.g. openai:gpt-4o-mini or local:NAME
         self.sink = sink
+        self.tracing = tracing
         self._last = threading.local()  # the response of this thread's current call
 
     def on_response(self, llm: Any, response: Any, params: Any) -> None:
@@ -217,24 +229,58 @@ class LlmMeter:
 
         @functools.wraps(generate)
         def metered(*args: Any, **kwargs: Any) -> Any:
-            self._last.response = None
-            started = time.perf_counter()
-            try:
-                guard.check_allowed(self.model)
-                answer = generate(*args, **kwargs)
-            except BaseException as exc:
-                self._record(time.perf_counter() - started, f"{type(exc).__name__}: {exc}")
-                raise
-            problem = _answer_problem(answer, self._last.response)
-            self._record(time.perf_counter() - started, problem, answer if problem else None)
-            return answer
+            messages = kwargs.get("messages", args[0] if args else [])
+            with self._span(messages) as span:
+                self._last.response = None
+                started = time.perf_counter()
+                try:
+                    guard.check_allowed(self.model)
+                    answer = generate(*args, **kwargs)
+                except BaseException as exc:
+                    self._record(time.perf_counter() - started, f"{type(exc).__name__}: {exc}")
+                    raise
+                latency = time.perf_counter() - started
+                problem = _answer_problem(answer, self._last.response)
+                self._record(latency, problem, answer if problem else None)
+                if span is not None:
+                    span.set_attributes(self._answer_attributes(answer, latency, problem))
+                return answer
 
         return metered
 
+    @contextlib.contextmanager
+    def _span(self, messages: Any) -> Iterator[Any]:
+        if self.tracing is None or not self.tracing.enabled:
+            yield None
+            return
+        items = messages if isinstance(messages, list) else []
+        listed = [dict(m) for m in items if isinstance(m, Mapping)]
+        attrs = request_attributes(self.model, ROLE, listed, None, None)
+        attrs["memeval.system"] = "mem0"
+        with self.tracing.span("llm.mem0", LLM, attrs) as span:
+            yield span
+
+    def _answer_attributes(self, answer: Any, latency_s: float, problem: str | None) -> Attributes:
+        prompt, completion = self._usage()
+        content = answer if isinstance(answer, str) else to_json(answer)
+        response = ChatResponse(content, prompt_tokens=prompt, completion_tokens=completion)
+        response.latency_s = latency_s
+        attrs = response_attributes(response)
+        if problem:
+            attrs["memeval.error"] = problem  # Mem0 stores nothing from this answer
+        return attrs
+
+    def _usage(self) -> tuple[int, int]:
+        """(prompt, completion) tokens of this thread's current call; 0 when not reported."""
+        usage = getattr(getattr(self._last, "response", None), "usage", None)
+        return (
+            int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+
     def _record(self, latency_s: float, error: str | None, raw: Any = None) -> None:
         usage = getattr(getattr(self._last, "response", None), "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt, completion = self._usage()
         error = error[:500] if error else None
         if self.sink is not None:
             # no usage reported: the cost is unknown, not zero

@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from memeval.errors import ConfigError
@@ -32,9 +32,12 @@ from memeval.systems.mem0_setup import (
     mem0_config,
     updater_endpoint,
 )
-from memeval.systems.retrieval import HEADER, TOOL_RESULT_LIMIT
+from memeval.systems.retrieval import TOOL_RESULT_LIMIT, render_facts
 from reference_memory.report import Status, UpdateReport
 from reference_memory.turn import Turn
+
+if TYPE_CHECKING:
+    from memeval.tracing.spans import Tracing
 
 APPLIED = ("ADD", "UPDATE", "DELETE")  # Mem0 events that change the store (NONE does not)
 ALL_MEMORIES = 10_000  # get_all() returns at most this many; a scenario stores far fewer
@@ -162,20 +165,8 @@ class Mem0Memory:
         return [_memory_text(item) for item in items]
 
     def _render(self, texts: Iterable[str]) -> str | None:
-        """The header and up to k "- memory" lines, in the given order, whose lines together
-        stay within budget_chars (a memory too long for what is left is skipped)."""
-        lines: list[str] = []
-        used = 0  # characters of the lines so far, a newline after each
-        for text in texts:
-            if len(lines) >= self.k:
-                break
-            line = f"- {' '.join(text.split())}"
-            if line == "- " or used + len(line) > self.budget_chars:
-                continue
-            lines.append(line)
-            used += len(line) + 1
-        # the retrieval system's header: the two systems differ only in what they serve
-        return HEADER + "\n" + "\n".join(lines) if lines else None
+        # the retrieval system's rendering and header: the two differ only in what they pick
+        return render_facts(texts, self.k, self.budget_chars)
 
 
 def user_id(key: MemoryKey) -> str:
@@ -250,12 +241,18 @@ def _cut(value: Any) -> str:
 
 
 def build_mem0(
-    env: Mem0Env, *, calls: CallSink | None = None, k: int = 8, budget_chars: int = 2000
+    env: Mem0Env,
+    *,
+    calls: CallSink | None = None,
+    tracing: Tracing | None = None,
+    k: int = 8,
+    budget_chars: int = 2000,
 ) -> Mem0Memory:
     """Mem0 for one scenario repeat: its LLM is the run's updater model (an `openai:` endpoint
     as configured, or the embedded model served on 127.0.0.1), its embedder the pinned
     MiniLM package, its Qdrant store and history database in the unit's private directory.
-    `calls` is the run's call sink (each Mem0 LLM call is counted there)."""
+    `calls` is the run's call sink (each Mem0 LLM call is counted there); with `tracing` each
+    Mem0 LLM call is also an LLM span, under the memory.update span of the turn."""
     if os.environ.get("OPENROUTER_API_KEY"):
         raise ConfigError(
             "unset OPENROUTER_API_KEY for --memory mem0: with it set, Mem0 sends every LLM "
@@ -265,7 +262,7 @@ def build_mem0(
     weights_dir = embedder_dir()
     env.workdir.mkdir(parents=True, exist_ok=True)
     memory_cls, version = import_mem0(env.workdir / "mem0-home")
-    meter = LlmMeter(endpoint.spec, calls)
+    meter = LlmMeter(endpoint.spec, calls, tracing)
     memory = memory_cls.from_config(mem0_config(endpoint, weights_dir, env.workdir, meter))
     memory.llm.generate_response = meter.wrap(memory.llm.generate_response)
     if endpoint.spec.startswith("local:"):

@@ -210,19 +210,24 @@ class RetrievalMemory:
         return {"op": "add", "id": new_id, "text": text}
 
     def _render(self, entries: Iterable[Entry]) -> str | None:
-        """The header and up to k "- fact" lines, in the given order, whose lines together
-        stay within budget_chars (a fact too long for what is left is skipped)."""
-        lines: list[str] = []
-        used = 0  # characters of the lines so far, a newline after each
-        for entry in entries:
-            if len(lines) >= self.k:
-                break
-            line = f"- {entry.text}"
-            if used + len(line) > self.budget_chars:
-                continue
-            lines.append(line)
-            used += len(line) + 1
-        return HEADER + "\n" + "\n".join(lines) if lines else None
+        return render_facts((entry.text for entry in entries), self.k, self.budget_chars)
+
+
+def render_facts(texts: Iterable[str], k: int, budget_chars: int) -> str | None:
+    """The header and up to k "- fact" lines, in the given order, whose lines together stay
+    within budget_chars (a fact too long for what is left, or empty, is skipped); None when
+    no fact fits. Shared by every system that serves picked facts (retrieval, mem0)."""
+    lines: list[str] = []
+    used = 0  # characters of the lines so far, a newline after each
+    for text in texts:
+        if len(lines) >= k:
+            break
+        line = f"- {text}"
+        if not text.strip() or used + len(line) > budget_chars:
+            continue
+        lines.append(line)
+        used += len(line) + 1
+    return HEADER + "\n" + "\n".join(lines) if lines else None
 
 
 def extract_schema(max_facts: int) -> dict[str, Any]:

@@ -19,28 +19,45 @@ from reference_memory import FileMemory, SQLiteStore
 from reference_memory.testing import ALLOW, add, ops, roles, turn
 
 
-def specs_of(updater: str, safety: str) -> dict[str, ModelSpec]:
-    return {"updater": parse_spec(updater), "safety": parse_spec(safety)}
+def specs_of(updater: str, safety: str, compactor: str | None = None) -> dict[str, ModelSpec]:
+    specs = {"updater": parse_spec(updater), "safety": parse_spec(safety)}
+    return specs | ({"compactor": parse_spec(compactor)} if compactor else {})
 
 
 def test_the_embedded_default_gets_the_small_model_strategies() -> None:
     specs = resolve_specs(None, env={})  # no endpoint configured: every role is local
     assert specs["updater"].local_name is not None
-    assert default_strategies(specs) == {"updater": "cascade", "safety": "checklist"}
+    assert default_strategies(specs) == {
+        "updater": "cascade",
+        "safety": "checklist",
+        "compactor": "select",
+    }
 
 
 @pytest.mark.parametrize("spec", ["openai:gpt-4o-mini", "fake", None])
 def test_endpoint_fake_and_given_models_keep_ops_and_classifier(spec: str | None) -> None:
     # a model handed in by a library caller has no spec: its roles are absent
     specs = {"updater": parse_spec(spec), "safety": parse_spec(spec)} if spec else {}
-    assert default_strategies(specs) == {"updater": "ops", "safety": "classifier"}
+    assert default_strategies(specs) == {
+        "updater": "ops",
+        "safety": "classifier",
+        "compactor": "rewrite",
+    }
 
 
 def test_each_role_is_decided_by_its_own_model() -> None:
-    specs = specs_of("openai:gpt-4o-mini", "local:qwen2.5-coder-1.5b")
-    assert default_strategies(specs) == {"updater": "ops", "safety": "checklist"}
-    specs = specs_of("local:qwen2.5-coder-0.5b", "openai:gpt-4o-mini")
-    assert default_strategies(specs) == {"updater": "cascade", "safety": "classifier"}
+    specs = specs_of("openai:gpt-4o-mini", "local:qwen2.5-coder-1.5b", "local:qwen2.5-coder-1.5b")
+    assert default_strategies(specs) == {
+        "updater": "ops",
+        "safety": "checklist",
+        "compactor": "select",
+    }
+    specs = specs_of("local:qwen2.5-coder-0.5b", "openai:gpt-4o-mini", "openai:gpt-4o-mini")
+    assert default_strategies(specs) == {
+        "updater": "cascade",
+        "safety": "classifier",
+        "compactor": "rewrite",
+    }
 
 
 def test_explicit_choices_win_and_unknown_names_are_one_line_errors() -> None:
@@ -48,14 +65,20 @@ def test_explicit_choices_win_and_unknown_names_are_one_line_errors() -> None:
     assert choose_strategies(specs, "ops", None) == {
         "updater": "ops",
         "safety": "checklist",
+        "compactor": "rewrite",  # the compactor's model is not among these specs
         "updater_max_tokens": str(LOCAL_OPS_MAX_TOKENS),
         "call_timeout_s": NO_DEADLINE,
     }
+    assert choose_strategies(specs, None, None, "select")["compactor"] == "select"
     assert choose_strategies(specs, None, "classifier")["safety"] == "classifier"
     with pytest.raises(ConfigError, match=r"--updater 'nope' is unknown \(valid: .*cascade"):
         choose_strategies(specs, "nope", None)
     with pytest.raises(ConfigError, match=r"--safety 'nope' is unknown \(valid: .*checklist"):
         choose_strategies(specs, None, "nope")
+    with pytest.raises(
+        ConfigError, match=r"--compactor 'nope' is unknown \(valid: rewrite, select"
+    ):
+        choose_strategies(specs, None, None, "nope")
 
 
 def test_only_an_embedded_model_writing_ops_gets_the_output_bound() -> None:

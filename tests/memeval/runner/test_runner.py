@@ -152,6 +152,7 @@ async def test_file_memory_learns_and_snapshots_every_turn(tmp_path: Path) -> No
     assert info.status == "complete" and info.strategies == {
         "updater": "ops",
         "safety": "classifier",
+        "compactor": "rewrite",
     }
     assert info.models["agent"] == "scripted-agent"
     assert any(path.endswith("mini.yaml") for path in info.scenario_hashes)

@@ -21,7 +21,8 @@ from memeval.systems.core_search import (
     fit_notes,
 )
 from memeval.systems.fact_store import Entry, FactStore
-from reference_memory import CAP, SKELETON, TARGET, TRIGGER, Compactor, SQLiteStore, Status
+from reference_memory import CAP, SKELETON, TARGET, TRIGGER, SQLiteStore, Status
+from reference_memory.compaction_select import SelectCompactor
 from reference_memory.testing import ALLOW, ScriptedModel, add, block, ops, replace, roles, turn
 
 KEY = MemoryKey("dana", "acme")
@@ -231,12 +232,21 @@ def test_the_compactor_is_scaled_to_the_core_budget(
         {"core_budget": 50},
         {"mode": "both"},
         {"k": 0},
-        {"compactor": Compactor()},
+        {"compactor": "select"},  # a strategy object is expected, not its name
     ],
 )
 def test_bad_options_are_config_errors(build: Build, options: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="core-search"):
         build(roles(), **options)
+
+
+def test_the_runs_compactor_strategy_is_kept_with_thresholds_scaled_to_the_core(
+    build: Build,
+) -> None:
+    system = build(roles(), core_budget=4000, compactor=SelectCompactor())
+    compactor = system.core.compactor
+    assert isinstance(compactor, SelectCompactor)
+    assert (compactor.trigger, compactor.target, compactor.cap) == (3500, 3000, 4000)
 
 
 async def test_snapshot_and_restore_round_trip(build: Build) -> None:

@@ -31,7 +31,8 @@ from memeval.systems.mem0_setup import (
     mem0_config,
     updater_endpoint,
 )
-from memeval.systems.mem0_system import HEADER, Mem0Memory, build_mem0, mem0_messages, user_id
+from memeval.systems.mem0_system import Mem0Memory, build_mem0, mem0_messages, user_id
+from memeval.systems.retrieval import HEADER
 from reference_memory.testing import turn
 from reference_memory.turn import Turn
 from tests.conftest import require_service
@@ -270,6 +271,38 @@ async def test_an_answer_mem0_cannot_read_is_a_failed_update_not_nothing_learned
     assert empty_object.status == "unchanged"  # a JSON answer with nothing in it
     assert [c.error for c in sink] == ["answer is not a JSON object", None]
     assert [c.cost_usd for c in sink] == [None, None]  # the embedded model has no price
+
+
+async def test_each_llm_call_is_an_llm_span_under_the_turns_memory_update(
+    allow_model_requests: None,
+) -> None:
+    """Mem0 runs in a worker thread (asyncio.to_thread): its LLM call's span still lands
+    under the memory.update span, with the messages Mem0 sent, its answer and the tokens."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from memeval.systems.traced import TracedMemorySystem
+    from memeval.tracing.spans import setup_tracing
+
+    exporter = InMemorySpanExporter()
+    tracing = setup_tracing(None, "memeval-test", exporter=exporter)
+    try:
+        meter = LlmMeter("openai:gpt-4o-mini", [], tracing)
+        answer = json.dumps({"memory": [{"text": ROWS}]})
+        fake = FakeMem0([ROWS], llm=scripted_llm(meter, answer))
+        await TracedMemorySystem(Mem0Memory(fake), tracing).observe(KEY, turn())
+        tracing.shutdown()
+    finally:
+        tracing.shutdown()
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    llm, update = spans["llm.mem0"], spans["memory.update"]
+    assert llm.parent is not None and llm.parent.span_id == update.context.span_id
+    attrs = dict(llm.attributes or {})
+    assert attrs["openinference.span.kind"] == "LLM"
+    assert (attrs["llm.token_count.prompt"], attrs["llm.token_count.completion"]) == (8400, 40)
+    assert attrs["llm.model_name"] == "openai:gpt-4o-mini"
+    assert attrs["llm.input_messages.0.message.role"] == "user"
+    assert attrs["llm.output_messages.0.message.content"] == answer
+    assert "memeval.error" not in attrs
 
 
 async def test_a_failed_call_is_recorded_and_raised_to_mem0() -> None:
