@@ -203,6 +203,40 @@ def test_compaction_starts_near_the_trigger_and_records_what_the_file_holds() ->
         seen |= new
 
 
+def test_compaction_restarts_each_later_seed_session_at_the_trigger() -> None:
+    """Every later seed session of compaction starts from the file as the team left it, just
+    under the trigger: it holds every fact recorded before it (a superseded one gone), so the
+    retention grid sees no loss at the session boundary; it offers a compactor something of
+    every low-priority kind (a finished and a stale `### ` subsection without a [user] line,
+    a bullet repeated word for word); and its first turn records a new fact, so that write
+    compacts even after a compaction that reached its target."""
+    scenario = load("compaction")
+    turns = [t for s in scenario.sessions for t in s.turns]
+    turn_ids = [t.id for t in turns]
+    later = [s for s in scenario.sessions[1:] if s.kind == "seed"]
+    assert [s.id for s in later] == ["s2", "s3"]
+    for session in later:
+        text = session.initial_memory or ""
+        assert TRIGGER - 60 <= len(text) < TRIGGER, (session.id, len(text))
+        assert [s.title for s in parse(text)] == list(SECTIONS)
+        start = turn_ids.index(session.turns[0].id)
+        recorded = {fid for t in turns[:start] if t.expect for fid in t.expect.records}
+        for fid in sorted(recorded):
+            fact = scenario.facts[fid]
+            if fact.until is not None and turn_ids.index(fact.until) <= start:
+                assert find_any(fact.match, text) is None, (session.id, fid)
+            else:
+                held = check_fact(fact, text)
+                assert held.holds, f"{session.id}: {fid}: {held.why}"
+        blocks = text.split("\n### ")[1:]
+        low = [b for b in blocks if b.startswith(("Done:", "Stale:")) and "[user]" not in b]
+        assert {b.split(":")[0] for b in low} == {"Done", "Stale"}, session.id
+        bullets = [line for line in text.splitlines() if line.startswith("- ")]
+        assert len(bullets) - len(set(bullets)) == 1, f"{session.id}: one word-for-word repeat"
+        first = session.turns[0].expect
+        assert first is not None and set(first.records) - recorded, session.id
+
+
 def test_recorded_facts_are_in_every_later_reference_file(scenario: ResolvedScenario) -> None:
     """A fact recorded by an earlier seed turn holds in the reference file (on a [user] line,
     in its section, as the grader checks); once past its `until`, it is gone."""
