@@ -223,7 +223,7 @@ def test_compaction_restarts_each_later_seed_session_at_the_trigger() -> None:
         recorded = {fid for t in turns[:start] if t.expect for fid in t.expect.records}
         for fid in sorted(recorded):
             fact = scenario.facts[fid]
-            if fact.until is not None and turn_ids.index(fact.until) <= start:
+            if fact.until is not None and turn_ids.index(fact.until) < start:
                 assert find_any(fact.match, text) is None, (session.id, fid)
             else:
                 held = check_fact(fact, text)
