@@ -67,20 +67,16 @@ def choose_strategies(
     compactor: str | None = None,
 ) -> dict[str, str]:
     chosen = default_strategies(specs)
-    if compactor is not None:
-        if compactor not in COMPACTORS:
-            raise ConfigError(
-                f"--compactor {compactor!r} is unknown (valid: {', '.join(COMPACTORS)})"
-            )
-        chosen["compactor"] = compactor
-    if updater is not None:
-        if updater not in UPDATERS:
-            raise ConfigError(f"--updater {updater!r} is unknown (valid: {', '.join(UPDATERS)})")
-        chosen["updater"] = updater
-    if safety is not None:
-        if safety not in SAFETY:
-            raise ConfigError(f"--safety {safety!r} is unknown (valid: {', '.join(SAFETY)})")
-        chosen["safety"] = safety
+    for role, value, registry in (
+        ("updater", updater, UPDATERS),
+        ("safety", safety, SAFETY),
+        ("compactor", compactor, COMPACTORS),
+    ):
+        if value is None:
+            continue
+        if value not in registry:
+            raise ConfigError(f"--{role} {value!r} is unknown (valid: {', '.join(registry)})")
+        chosen[role] = value
     if chosen["updater"] == "ops" and _local_name(specs.get("updater")) is not None:
         chosen["updater_max_tokens"] = str(LOCAL_OPS_MAX_TOKENS)
     if any(_local_name(specs.get(role)) is not None for role in PIPELINE_ROLES):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reference_memory.cascade_text import numbers, overlap
-from reference_memory.document import USER_TAG, count, section
+from reference_memory.document import USER_TAG, count, is_bullet, section
 from reference_memory.edits import EditError, EditOp
 from reference_memory.updater import check_batch
 
@@ -45,7 +45,7 @@ def section_lines(file: str, title: str) -> list[str]:
 
 
 def bullets(file: str) -> list[str]:
-    return [line for line in file.splitlines() if line.lstrip().startswith(("- ", "* "))]
+    return [line for line in file.splitlines() if is_bullet(line)]
 
 
 def duplicate_of(fact: str, lines: list[str]) -> str | None:
@@ -63,7 +63,7 @@ def related(fact: Fact, file: str, limit: int = 2, anywhere: bool = False) -> li
     [user] line: what the user said stands until the user says otherwise."""
     scored = []
     for line in bullets(file) if anywhere else section_lines(file, fact.section):
-        if not line.lstrip().startswith(("- ", "* ")) or (not fact.user and USER_TAG in line):
+        if not is_bullet(line) or (not fact.user and USER_TAG in line):
             continue
         shared, share = overlap(fact.text, line)
         _, back = overlap(line, fact.text)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reference_memory.document import is_user_line, parse
+from reference_memory.document import is_bullet, is_user_line, parse
 
 KEEP_SHARE = 0.6  # of a line's content words a rewording must still carry
 _WORD = re.compile(r"[a-z]{3,}")
@@ -39,7 +39,7 @@ def bullets(text: str) -> list[Line]:
     lines: list[Line] = []
     for sec in parse(text):
         for raw in sec.body.splitlines():
-            if raw.lstrip().startswith(("- ", "* ", "+ ")):
+            if is_bullet(raw):
                 lines.append(Line(raw.strip(), sec.title))
     return lines
 

@@ -26,7 +26,7 @@ from typing import Any
 from reference_memory.calls import Caller, ModelCallError
 from reference_memory.compaction import Compactor
 from reference_memory.compaction_rules import priority_violation
-from reference_memory.document import heading_level, is_user_line
+from reference_memory.document import heading_level, is_bullet, is_user_line
 from reference_memory.model import Message
 from reference_memory.report import CompactionReport
 from reference_memory.templates import render
@@ -161,7 +161,7 @@ def _offered(lines: list[str]) -> list[Part]:
             continue
         if current is not None:
             current.append(i)
-        if not _is_bullet(line) or is_user_line(line) or section == "User Profile":
+        if not is_bullet(line) or is_user_line(line) or section == "User Profile":
             continue
         (goal_lines if section == "Goals" else outside_goals).append(
             Part((i,), section, whole=False)
@@ -175,7 +175,7 @@ def _repeated_bullets(lines: list[str]) -> list[int]:
     seen: set[str] = set()
     repeats: list[int] = []
     for i, line in enumerate(lines):
-        if not _is_bullet(line):
+        if not is_bullet(line):
             continue
         key = " ".join(line.split()).casefold()
         if key in seen:
@@ -200,7 +200,3 @@ def _without_empty_subsections(lines: list[str], removed: set[int]) -> str:
 
 def _size(lines: list[str], removed: set[int]) -> int:
     return sum(len(line) for i, line in enumerate(lines) if i not in removed)
-
-
-def _is_bullet(line: str) -> bool:
-    return line.lstrip().startswith(("- ", "* ", "+ "))

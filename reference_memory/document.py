@@ -102,6 +102,11 @@ def section_sizes(text: str) -> dict[str, int]:
     return sizes
 
 
+def is_bullet(line: str) -> bool:
+    """True for a markdown list item: `- `, `* ` or `+ ` after any indentation."""
+    return line.lstrip().startswith(("- ", "* ", "+ "))
+
+
 def is_user_line(line: str) -> bool:
     """True for a bullet recording something the user stated directly: `- [user] ...`."""
     return bool(_USER_LINE.match(line))

@@ -3,7 +3,8 @@ by string."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from reference_memory.cascade import CascadeUpdater
 from reference_memory.compaction import Compactor
@@ -11,6 +12,8 @@ from reference_memory.compaction_select import SelectCompactor
 from reference_memory.safety import ClassifierSafety, SafetyStrategy
 from reference_memory.safety_checklist import ChecklistSafety
 from reference_memory.updater import OpsUpdater, UpdaterStrategy
+
+T = TypeVar("T")
 
 UPDATERS: dict[str, Callable[[], UpdaterStrategy]] = {
     "ops": OpsUpdater,
@@ -27,27 +30,23 @@ COMPACTORS: dict[str, type[Compactor]] = {
 }
 
 
-def updater_by_name(name: str) -> UpdaterStrategy:
+def _by_name(kind: str, registry: Mapping[str, Callable[[], T]], name: str) -> T:
     try:
-        return UPDATERS[name]()
+        return registry[name]()
     except KeyError:
         raise ValueError(
-            f"unknown updater strategy {name!r} (valid: {', '.join(UPDATERS)})"
+            f"unknown {kind} strategy {name!r} (valid: {', '.join(registry)})"
         ) from None
 
 
+def updater_by_name(name: str) -> UpdaterStrategy:
+    return _by_name("updater", UPDATERS, name)
+
+
 def safety_by_name(name: str) -> SafetyStrategy:
-    try:
-        return SAFETY[name]()
-    except KeyError:
-        raise ValueError(f"unknown safety strategy {name!r} (valid: {', '.join(SAFETY)})") from None
+    return _by_name("safety", SAFETY, name)
 
 
 def compactor_by_name(name: str) -> Compactor:
     """The named compactor with the file's thresholds (7,000 trigger, 6,000 target)."""
-    try:
-        return COMPACTORS[name]()
-    except KeyError:
-        raise ValueError(
-            f"unknown compactor strategy {name!r} (valid: {', '.join(COMPACTORS)})"
-        ) from None
+    return _by_name("compactor", COMPACTORS, name)

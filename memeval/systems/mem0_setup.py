@@ -237,13 +237,16 @@ class LlmMeter:
                     guard.check_allowed(self.model)
                     answer = generate(*args, **kwargs)
                 except BaseException as exc:
-                    self._record(time.perf_counter() - started, f"{type(exc).__name__}: {exc}")
+                    error = f"{type(exc).__name__}: {exc}"
+                    self._record(time.perf_counter() - started, self._usage(), error)
                     raise
                 latency = time.perf_counter() - started
+                usage = self._usage()
                 problem = _answer_problem(answer, self._last.response)
-                self._record(latency, problem, answer if problem else None)
+                self._record(latency, usage, problem, answer if problem else None)
                 if span is not None:
-                    span.set_attributes(self._answer_attributes(answer, latency, problem))
+                    attrs = self._answer_attributes(answer, latency, usage, problem)
+                    span.set_attributes(attrs)
                 return answer
 
         return metered
@@ -260,8 +263,10 @@ class LlmMeter:
         with self.tracing.span("llm.mem0", LLM, attrs) as span:
             yield span
 
-    def _answer_attributes(self, answer: Any, latency_s: float, problem: str | None) -> Attributes:
-        prompt, completion = self._usage()
+    def _answer_attributes(
+        self, answer: Any, latency_s: float, usage: tuple[int, int] | None, problem: str | None
+    ) -> Attributes:
+        prompt, completion = usage or (0, 0)
         content = answer if isinstance(answer, str) else to_json(answer)
         response = ChatResponse(content, prompt_tokens=prompt, completion_tokens=completion)
         response.latency_s = latency_s
@@ -270,17 +275,24 @@ class LlmMeter:
             attrs["memeval.error"] = problem  # Mem0 stores nothing from this answer
         return attrs
 
-    def _usage(self) -> tuple[int, int]:
-        """(prompt, completion) tokens of this thread's current call; 0 when not reported."""
+    def _usage(self) -> tuple[int, int] | None:
+        """(prompt, completion) tokens of this thread's current call; None when not reported."""
         usage = getattr(getattr(self._last, "response", None), "usage", None)
+        if not usage:
+            return None
         return (
             int(getattr(usage, "prompt_tokens", 0) or 0),
             int(getattr(usage, "completion_tokens", 0) or 0),
         )
 
-    def _record(self, latency_s: float, error: str | None, raw: Any = None) -> None:
-        usage = getattr(getattr(self._last, "response", None), "usage", None)
-        prompt, completion = self._usage()
+    def _record(
+        self,
+        latency_s: float,
+        usage: tuple[int, int] | None,
+        error: str | None,
+        raw: Any = None,
+    ) -> None:
+        prompt, completion = usage or (0, 0)
         error = error[:500] if error else None
         if self.sink is not None:
             # no usage reported: the cost is unknown, not zero

@@ -172,6 +172,19 @@ async def test_context_without_a_query_is_the_newest_memories() -> None:
     assert await system.context_for(KEY, "   ") == await system.context(KEY)
 
 
+async def test_a_memory_with_line_breaks_is_one_bullet_everywhere_it_is_shown() -> None:
+    fake = FakeMem0()
+    seed(fake, "Datasets need\n  exactly 70 rows.\n", TIMEZONE)
+    system = Mem0Memory(fake)
+
+    context = await system.context(KEY)
+    snapshot = await system.snapshot(KEY)
+
+    assert context == f"{HEADER}\n- {TIMEZONE}\n- Datasets need exactly 70 rows."
+    assert snapshot == f"- Datasets need exactly 70 rows.\n- {TIMEZONE}\n"
+    assert await system.context_for(KEY, "exactly") == f"{HEADER}\n- Datasets need exactly 70 rows."
+
+
 async def test_snapshot_is_every_memory_oldest_first() -> None:
     fake = FakeMem0()
     seed(fake, "first", "second", "third")
