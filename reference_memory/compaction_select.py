@@ -12,6 +12,9 @@ repeat, lowest priority first, and stops once the file is under the target:
    line is never offered whole);
 3. single lines, those outside `## Goals` first, then goal lines (checkpoints).
 
+Once the file is under the trigger, a run of "lasting" answers (`patience`) ends the search
+for the target: the rest would most likely be called lasting too, at one question each.
+
 User Profile lines, `[user]` lines and headings of the six sections are never offered, so the
 priority order holds by construction; the result is still checked like a rewrite (sections
 kept, shorter, `compaction_rules`). It removes whole lines only: it cannot merge or tighten,
@@ -42,6 +45,10 @@ SCHEMA: dict[str, Any] = {
 }
 QUESTIONS = 40
 """Questions per compaction at most (each ≈ 2 s on the embedded model behind the file)."""
+PATIENCE = 8
+"""Once the file is under the trigger, this many "lasting" answers in a row end the search for
+the target: on the embedded model a run of them means the rest will be called lasting too (it
+called every single line lasting on the bundled compaction scenario, 30+ questions a time)."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +63,16 @@ class Part:
 class SelectCompactor(Compactor):
     """Compaction by classification: see the module docstring."""
 
-    def __init__(self, *, questions: int = QUESTIONS, **kwargs: Any) -> None:
+    def __init__(
+        self, *, questions: int = QUESTIONS, patience: int = PATIENCE, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        if questions < 1:
-            raise ValueError(f"questions must be at least 1, got {questions}")
+        if questions < 1 or patience < 1:
+            raise ValueError(
+                f"questions and patience must be at least 1, got {questions} and {patience}"
+            )
         self.questions = questions
+        self.patience = patience
 
     async def _shorten(self, text: str, caller: Caller, report: CompactionReport) -> str | None:
         lines = text.splitlines(keepends=True)
@@ -68,14 +80,24 @@ class SelectCompactor(Compactor):
         goal = self.target if self.pursue_target else self.trigger
         chat = _Chat(caller, self.role, text, self.target, self.questions)
         report.attempts = 1
+        lasting = 0  # "lasting" answers in a row
         try:
             for part in _offered(lines):
-                if _size(lines, removed) <= goal:
+                size = _size(lines, removed)
+                if size <= goal:
+                    break
+                if size <= self.trigger and lasting >= self.patience:
+                    report.errors.append(
+                        f"stopped under the trigger after {lasting} parts in a row were lasting"
+                    )
                     break
                 if removed.intersection(part.lines):
                     continue  # inside a subsection already removed
                 if await chat.ask(_question(lines, part)) in DROPPED:
                     removed.update(part.lines)
+                    lasting = 0
+                else:
+                    lasting += 1
         except ModelCallError as exc:
             report.errors.append(f"question {chat.asked}: {exc.reason}")
         except _OutOfQuestions:

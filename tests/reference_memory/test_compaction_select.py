@@ -102,6 +102,23 @@ async def test_everything_lasting_leaves_the_file_over_and_says_so() -> None:
     assert any("nothing else was called removable" in e for e in report.errors)
 
 
+async def test_under_the_trigger_a_run_of_lasting_answers_ends_the_search_for_the_target() -> None:
+    # the Done subsection (≈130 chars) gets the file under the trigger, not under the target
+    compactor = SelectCompactor(trigger=len(FILE) - 150, target=len(FILE) - 400, patience=2)
+    outcome, requests = await compact(compactor, kind("done"), *[kind("lasting")] * 6)
+
+    report = outcome.report  # type: ignore[attr-defined]
+    assert len(requests) == 3  # the subsection, then two lines called lasting
+    assert report.accepted and not report.reached_target
+    assert "stopped under the trigger after 2 parts in a row were lasting" in report.errors
+    assert outcome.text is not None and "notebook" not in outcome.text  # type: ignore[attr-defined]
+
+    # over the trigger, lasting answers never stop it early: every part is asked about
+    over = SelectCompactor(trigger=len(FILE) - 200, target=len(FILE) - 300, patience=2)
+    _, all_asked = await compact(over, *[kind("lasting")] * 12)
+    assert len(all_asked) == 7
+
+
 async def test_an_unreadable_answer_stops_with_what_was_removed_so_far() -> None:
     compactor = SelectCompactor(trigger=len(FILE) - 200, target=len(FILE) - 300)
     outcome, requests = await compact(compactor, kind("done"), "Sure! That line is done.")
