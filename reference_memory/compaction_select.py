@@ -81,13 +81,14 @@ class SelectCompactor(Compactor):
         chat = _Chat(caller, self.role, text, self.target, self.questions)
         report.attempts = 1
         lasting = 0  # "lasting" answers in a row
+        why_over = "nothing else was called removable"
         try:
             for part in _offered(lines):
                 size = _size(lines, removed)
                 if size <= goal:
                     break
                 if size <= self.trigger and lasting >= self.patience:
-                    report.errors.append(
+                    why_over = (
                         f"stopped under the trigger after {lasting} parts in a row were lasting"
                     )
                     break
@@ -110,7 +111,7 @@ class SelectCompactor(Compactor):
         if len(candidate) > goal:
             limit = "trigger" if len(candidate) > self.trigger else "target"
             over = f"still {len(candidate)} characters, over the {getattr(self, limit)} {limit}"
-            report.errors.append(f"attempt 1: {over} (nothing else was called removable)")
+            report.errors.append(f"attempt 1: {over} ({why_over})")
         return candidate
 
 
