@@ -201,6 +201,8 @@ class _Walk:
         self.chat.show(render("cascade_user_message", text=text))
         for sentence in sentences(text)[: self.config.max_sentences]:
             kinds = user_kinds(sentence)
+            if isinstance(kinds, list):
+                kinds = self._known(sentence) or kinds
             if isinstance(kinds, str):
                 self.log.append(f"skip {sentence[:60]!r}: {kinds}")
                 continue
@@ -218,7 +220,7 @@ class _Walk:
         ]
         kinds = [k for k in ASSISTANT_CHOICES if goals or k != "progress"]
         for sentence in sentences(text)[: self.config.max_sentences]:
-            why = _skip_assistant(sentence, "\n".join(self.said))
+            why = _skip_assistant(sentence, "\n".join(self.said)) or self._known(sentence)
             if why:
                 self.log.append(f"skip {sentence[:60]!r}: {why}")
                 continue
@@ -232,6 +234,20 @@ class _Walk:
             progress = kind == "progress" and bool(numbers(fact))
             section = ASSISTANT_KINDS["finding" if kind == "progress" and not progress else kind]
             await self._decide(Fact(fact, user=False, section=section, progress=progress), sentence)
+
+    def _known(self, sentence: str) -> str:
+        """Why asking about a sentence cannot change the plan ("" when it can): the fact it
+        would become is already in the file or this turn's plan, or is re-fetchable data, so
+        `_decide` would drop it whatever the answer. Only when the sentence itself is the fact
+        (with `rewrite` the model's restatement may differ)."""
+        if self.config.rewrite:
+            return ""
+        fact = clean_fact(strip_lead(sentence), limit=SENTENCE_CHARS)
+        found = refetchable(fact)
+        if found:
+            return f"re-fetchable data {found!r}"
+        seen = duplicate_of(fact, bullets(self.file) + self.plan.lines())
+        return f"already in memory as {seen!r}" if seen is not None else ""
 
     async def _ask(self, sentence: str, prompt: str, schema: Mapping[str, Any]) -> str:
         field = next(iter(schema["properties"]))

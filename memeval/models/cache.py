@@ -1,8 +1,9 @@
 """A content-addressed response cache in SQLite: identical requests are answered without a model.
 
 The key hashes everything that can change an answer: the model spec, messages, tools,
-schema, sampling parameters and the repeat index (so `--repeat 3` asks three times, and a
-re-run or resumed run replays each repeat offline). Failed calls are never cached.
+schema, sampling parameters, the model's own `decoding` name when it has one, and the repeat
+index (so `--repeat 3` asks three times, and a re-run or resumed run replays each repeat
+offline). Failed calls are never cached.
 WAL mode plus a busy timeout let two processes share one file; a lock serializes this
 process's threads, and the event loop never waits on SQLite (calls run in a worker thread).
 """
@@ -138,7 +139,10 @@ class CachedModel:
         temperature: float = 0.0,
     ) -> ChatResponse:
         started = time.perf_counter()
-        parameters = {"max_tokens": max_tokens, "temperature": temperature}
+        parameters: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+        decoding = getattr(self.inner, "decoding", None)
+        if decoding:  # how a model decodes beyond these parameters (local models name it)
+            parameters["decoding"] = decoding
         key = request_key(self.name, messages, tools, schema, parameters, self.repeat_index)
         try:
             hit = await asyncio.to_thread(self.cache.get, key)

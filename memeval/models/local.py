@@ -34,6 +34,11 @@ N_CTX = 8192  # an 8,000-char memory file (~2,300 tokens) + instructions + turn 
 DEFAULT_MAX_TOKENS = 2048  # a bound on runaway generation when the caller gives none
 SEED = 0
 STATE_CACHE_BYTES = 2 << 30  # ~20 cached 3,000-token prefixes of the 1.5B model (KV bytes)
+REPEAT_WINDOW = 24  # tokens: a run this long generated twice means the answer is looping
+DECODING = "repeat-stop-24"
+"""Names how this engine decodes beyond the request's own parameters; part of the response
+cache key (memeval.models.cache), so an answer decoded another way is never served as this
+engine's."""
 
 # One worker for every engine: llama.cpp calls queue here, in order, off the event loop.
 _worker = ThreadPoolExecutor(1, thread_name_prefix="llama")
@@ -104,8 +109,10 @@ class _Engine:
         max_tokens: int,
         temperature: float,
         cancel: threading.Event,
+        stop_repeats: bool = False,
     ) -> dict[str, Any]:
-        """Blocking: render with the model's own template, generate, return the raw result."""
+        """Blocking: render with the model's own template, generate, return the raw result.
+        `stop_repeats`: end the answer where it begins repeating itself (see _RepeatStop)."""
         from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         with self._lock:
@@ -123,6 +130,7 @@ class _Engine:
                     f"{N_CTX}-token context"
                 )
             reused = self._restore_longest_prefix(tokens)
+            repeat = _RepeatStop(len(tokens), active=stop_repeats)
             result = self._llama.create_completion(
                 tokens,
                 max_tokens=max_tokens,
@@ -130,8 +138,16 @@ class _Engine:
                 seed=SEED,
                 stop=formatted.stop,
                 grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
-                stopping_criteria=StoppingCriteriaList([lambda _ids, _logits: cancel.is_set()]),
+                stopping_criteria=StoppingCriteriaList(
+                    [lambda _ids, _logits: cancel.is_set(), repeat]
+                ),
             )
+            if repeat.fired and not cancel.is_set():
+                # keep the text up to where the repeat began: one pass of the loop, not two
+                kept = repeat.generated[:-REPEAT_WINDOW]
+                text = self._llama.detokenize(kept, prev_tokens=tokens)
+                result["choices"][0]["text"] = text.decode("utf-8", errors="ignore")
+                result["choices"][0]["finish_reason"] = "repeat"
             result["cached_prompt_tokens"] = reused
             self._states[self._llama._input_ids.tolist()] = _slim_state(self._llama)
             return result
@@ -165,6 +181,39 @@ class _Engine:
         except asyncio.CancelledError:
             cancel.set()
             raise
+
+
+class _RepeatStop:
+    """A llama.cpp stopping criterion: stop once the last REPEAT_WINDOW generated tokens have
+    been generated before in the same order. A greedy small model that starts repeating a
+    sentence repeats it until max_tokens (measured: answers of 512 tokens, 86-147 s, that say
+    one thing over and over); stopping at the first repeat keeps what it said once.
+
+    Only free-text answers get it (the agent's): a schema-constrained answer (pipeline
+    questions, the judge) is bounded by its schema, and its text is data.
+    """
+
+    def __init__(self, prompt_len: int, active: bool = True) -> None:
+        self.prompt_len, self.active = prompt_len, active
+        self.generated: list[int] = []
+        self.seen: set[tuple[int, ...]] = set()
+        self.fired = False
+
+    def __call__(self, ids: Any, _logits: Any) -> bool:
+        if not self.active:
+            return False
+        generated = [int(i) for i in ids[self.prompt_len :]]
+        if len(generated) <= len(self.generated):
+            # llama-cpp-python asks once more after generation ends, with nothing new:
+            # answer as before, never judge the same tokens twice
+            return self.fired
+        self.generated = generated
+        if len(generated) >= REPEAT_WINDOW:
+            window = tuple(generated[-REPEAT_WINDOW:])
+            if window in self.seen:
+                self.fired = True
+            self.seen.add(window)
+        return self.fired
 
 
 def _slim_state(llama: Any) -> Any:
@@ -212,6 +261,7 @@ class LocalModel:
     def __init__(self, name: str) -> None:
         self.info = lookup(name)
         self.name = f"local:{self.info.name}"
+        self.decoding = DECODING
         self.engine = engine_for(self.info)
 
     def prepare(self) -> Path:
@@ -240,14 +290,21 @@ class LocalModel:
                 grammar=grammar,
                 max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
                 temperature=temperature,
+                stop_repeats=schema is None,
             )
         except ModelError:
             raise
         except Exception as exc:  # llama.cpp failures surface as ModelError for the caller
             raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
         choice = result["choices"][0]
-        cut_off = choice.get("finish_reason") == "length"
-        content, calls = parse_reply(choice["text"], bool(tool_list), schema is not None, cut_off)
+        finish = choice.get("finish_reason")
+        content, calls = parse_reply(
+            choice["text"],
+            bool(tool_list),
+            schema is not None,
+            finish == "length",
+            finish == "repeat",
+        )
         usage = result.get("usage") or {}
         return ChatResponse(
             content=content,

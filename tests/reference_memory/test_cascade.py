@@ -426,3 +426,75 @@ async def test_a_goal_checkpoint_is_added_never_replacing(store: SQLiteStore) ->
     report = await memory(model, store).update("dana", "acme", turn)
     assert [op["op"] for op in report.ops] == ["add"]
     assert "- Baseline 11.9% rejected." in report.file_after
+
+
+def _kind_questions(model: Oracle) -> list[str]:
+    """The sentences the model was asked "what is it" about, in order."""
+    return [
+        found.group(1) for r in model.requests if (found := _SENTENCE.search(str(r[-1]["content"])))
+    ]
+
+
+async def test_a_sentence_the_file_already_says_is_never_asked_about(store: SQLiteStore) -> None:
+    store.put("dana", "acme", FILE)
+    model = Oracle({"Reports must": ("rule", "Reports must be short.")})
+    text = "Datasets have exactly 70 rows. Reports must be short, always."
+    report = await memory(model, store).update(
+        "dana", "acme", Turn([{"role": "user", "content": text}])
+    )
+    assert _kind_questions(model) == ["Reports must be short, always."]
+    assert "skip 'Datasets have exactly 70 rows.': already in memory" in report.attempts[0].raw
+    assert [op["text"] for op in report.ops] == ["- [user] Reports must be short, always."]
+
+
+async def test_a_finding_memory_holds_is_not_asked_about_when_the_assistant_repeats_it(
+    store: SQLiteStore,
+) -> None:
+    model = Oracle({"The genre field": ("finding", "")})
+    finding = "The genre field is empty on every prod span."
+    first = await memory(model, store).update(
+        "dana", "acme", tool_turn("Check spans.", {}, finding)
+    )
+    assert [op["text"] for op in first.ops] == [f"- {finding}"]
+    asked = len(_kind_questions(model))
+    again = Turn(
+        [
+            {"role": "user", "content": "Which fields can we map?"},
+            {"role": "assistant", "content": f"{finding} The rating field is set on all spans."},
+        ]
+    )
+    second = await memory(model, store).update("dana", "acme", again)
+    assert _kind_questions(model)[asked:] == ["The rating field is set on all spans."]
+    assert "already in memory" in second.attempts[0].raw
+
+
+async def test_a_fact_planned_this_turn_is_not_asked_about_again(store: SQLiteStore) -> None:
+    model = Oracle({"Reports must": ("rule", "")})
+    turn = Turn(
+        [
+            {"role": "user", "content": "Reports must be short, always."},
+            {"role": "assistant", "content": "Understood."},
+            {"role": "user", "content": "Reports must be short, always. Thanks for that."},
+        ]
+    )
+    report = await memory(model, store).update("dana", "acme", turn)
+    assert _kind_questions(model) == ["Reports must be short, always."]
+    assert [op["text"] for op in report.ops] == ["- [user] Reports must be short, always."]
+
+
+async def test_refetchable_sentences_are_not_asked_about_unless_the_model_rewrites(
+    store: SQLiteStore,
+) -> None:
+    text = "Our main dataset is ds_Q7x2LmP9aR4k in the workspace."
+    model = Oracle({"Our main dataset": ("asset", "The main dataset holds the golden rows.")})
+    report = await memory(model, store).update(
+        "dana", "acme", Turn([{"role": "user", "content": text}])
+    )
+    assert _kind_questions(model) == [] and report.status == Status.UNCHANGED
+    assert "re-fetchable data 'ds_Q7x2LmP9aR4k'" in report.attempts[0].raw
+    # with `rewrite` the kept fact is the model's own line, not the sentence: still asked
+    rewriter = Oracle({"Our main dataset": ("asset", "The main dataset holds the golden rows.")})
+    await memory(rewriter, store, rewrite=True).update(
+        "dana", "acme", Turn([{"role": "user", "content": text}])
+    )
+    assert _kind_questions(rewriter) == [text]

@@ -46,7 +46,7 @@ async def test_identical_request_is_served_without_a_model_call(cache: ResponseC
 
 @pytest.mark.parametrize(
     "change",
-    ["prompt", "model", "schema", "tools", "max_tokens", "temperature", "repeat"],
+    ["prompt", "model", "schema", "tools", "max_tokens", "temperature", "repeat", "decoding"],
 )
 async def test_any_change_misses(cache: ResponseCache, change: str) -> None:
     inner = counting()
@@ -71,8 +71,21 @@ async def test_any_change_misses(cache: ResponseCache, change: str) -> None:
         kwargs["temperature"] = 0.7
     elif change == "repeat":
         model = CachedModel(inner, cache, repeat_index=1)
+    elif change == "decoding":  # the same model spec decoding another way (local models)
+        inner.decoding = "repeat-stop-24"  # type: ignore[attr-defined]
     await model.chat(messages, schema=schema, tools=tools, **kwargs)  # type: ignore[arg-type]
     assert inner.calls == 2
+
+
+async def test_a_models_decoding_name_is_part_of_the_key(cache: ResponseCache) -> None:
+    inner = counting()
+    inner.decoding = "repeat-stop-24"  # type: ignore[attr-defined]
+    await CachedModel(inner, cache).chat(MESSAGES)
+    await CachedModel(inner, cache).chat(MESSAGES)
+    assert inner.calls == 1  # same decoding: served from the cache
+    inner.decoding = "repeat-stop-32"  # type: ignore[attr-defined]
+    again = await CachedModel(inner, cache).chat(MESSAGES)
+    assert inner.calls == 2 and not again.cached
 
 
 async def test_tool_calls_round_trip(cache: ResponseCache) -> None:

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from memeval.models.base import ModelError
-from memeval.models.local_format import CUT_OFF, normalize_messages, parse_reply, tools_grammar
+from memeval.models.local_format import (
+    CUT_OFF,
+    REPEATED,
+    normalize_messages,
+    parse_reply,
+    tools_grammar,
+)
 
 TOOLS = [
     {
@@ -100,3 +106,11 @@ def test_raw_newlines_inside_an_answer_are_kept_not_an_error() -> None:
 def test_a_call_cut_off_at_the_token_limit_is_an_error() -> None:
     with pytest.raises(ModelError, match="cut off at the token limit"):
         parse_reply('{"name": "query_spans", "arguments": {"proj', True, cut_off=True)
+
+
+def test_an_answer_stopped_for_repeating_itself_is_kept_and_marked_as_such() -> None:
+    stopped = '{"answer": "Use the label to track satisfaction. '
+    content, calls = parse_reply(stopped, True, repeated=True)
+    assert calls == [] and content == "Use the label to track satisfaction." + REPEATED
+    with pytest.raises(ModelError, match="began repeating itself"):
+        parse_reply('{"name": "query_spans", "arguments": {"proj', True, repeated=True)
