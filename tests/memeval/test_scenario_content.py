@@ -37,7 +37,7 @@ MINIMUMS = {
 }
 SUBSECTIONED = ("Goals", "Projects")  # DESIGN §1: goals and projects are `### ` subsections
 # name: tracked facts after resolving (a combined scenario holds its includes' facts, prefixed)
-FACTS = {"book-summary": 20, "legal-rag": 16, "agent-traces": 12, "combined": 63, "compaction": 23}
+FACTS = {"book-summary": 20, "legal-rag": 16, "agent-traces": 12, "combined": 76, "compaction": 23}
 # name: {eval turn: the facts it records}: a durable fact the question brings (book-summary s5q5:
 # Dana's new project; legal-rag s2q5: the patched v3's UK score its live re-run measures)
 EVAL_RECORDS: dict[str, dict[str, list[str]]] = {
@@ -171,6 +171,46 @@ def test_combined_reference_files_show_pressure_on_the_file() -> None:
         len(s.reference_memory or "") for n in SINGLE for _, s in eval_sessions(load(n))
     )
     assert sizes[-1] > 2 * single_max
+
+
+def test_combined_seeds_take_a_file_that_adds_past_the_trigger() -> None:
+    """Issue 16: the combined run puts the file under real pressure. From the last reference
+    file written before compaction was needed (agent-traces/s2), a pipeline that adds each fact
+    recorded since as a line of its own, worded as the next reference file words it, and drops
+    only what a later turn superseded, passes the 7,000 trigger on both handover turns: it
+    must compact. The next reference file holds every one of those facts (test above) under
+    the trigger, because it is that file compacted (tighter wording, a restated asset gone)."""
+    scenario = load("combined")
+    turns = [t for s in scenario.sessions for t in s.turns]
+    turn_ids = [t.id for t in turns]
+    files = {s.id: (n, s.reference_memory or "") for n, s in eval_sessions(scenario)}
+    (before, old), (after, new) = files["agent-traces/s2"], files["book-summary/s5"]
+    assert len(old) < TARGET  # written before compaction had anything to do
+
+    def lines(text: str, fids: set[str]) -> list[str]:
+        return [
+            line
+            for line in text.splitlines()
+            if line.startswith("- ")
+            and any(find_any(scenario.facts[f].match, line) is not None for f in fids)
+        ]
+
+    known = {f for t in turns[:before] if t.expect for f in t.expect.records}
+    growth = {}
+    for end in range(before + 1, after + 1):
+        recorded = {f for t in turns[before:end] if t.expect for f in t.expect.records} - known
+        superseded = {
+            f
+            for f, fact in scenario.facts.items()
+            if fact.until and before <= turn_ids.index(fact.until) < end
+        }
+        added, gone = lines(new, recorded), lines(old, superseded)
+        size = len(old) + sum(len(x) + 1 for x in added) - sum(len(x) + 1 for x in gone)
+        growth[turn_ids[end - 1]] = size
+    assert (len(recorded), len(added)) == (25, 23)
+    assert [t for t, size in growth.items() if size > TRIGGER] == ["handover-t1", "handover-t2"]
+    assert growth["handover-t2"] > TRIGGER + 250, growth
+    assert TARGET <= len(new) <= TRIGGER - 250
 
 
 def test_compaction_starts_near_the_trigger_and_records_what_the_file_holds() -> None:
