@@ -1,13 +1,15 @@
 """The `cascade` updater, for small models: tiny constrained questions; code writes the ops.
 
 Per user sentence: what is it (a request, chat, or a fact of one of six kinds)? Per sentence of
-the assistant's own replies: live numbers, its own action, an example, or progress / finding /
-asset? A kept sentence becomes the fact. Naming the kinds never kept, rather than asking yes/no,
-is what stops small models answering "keep" to everything; worked examples after the
-instruction teach the kinds (without them the 1.5B model called nearly every finding an
-"example"); and code settles what wording settles better than a small model: questions and
-requests are never facts, "always / never / from now on" marks a rule, time windows mark live
-numbers, and the assistant repeating the user is not news.
+the assistant's own replies (a finding it reports after "I checked X:" taken on its own): live
+numbers, its own action, an example, or progress / finding / asset? A kept sentence becomes
+the fact. Naming the kinds never kept, rather than asking yes/no, is what stops small models
+answering "keep" to everything; worked examples after the instruction teach the kinds (without
+them the 1.5B model called nearly every finding an "example"); and code settles what wording
+settles better than a small model: questions and requests are never facts, "always / never /
+from now on / every week" marks a lasting fact, time windows mark live
+numbers, the assistant repeating the user is not news, and a sentence whose fact memory
+already holds is not asked about.
 
 Tool results are never shown to the model, so text planted in them cannot reach it; what tools
 discovered arrives through the assistant's statements of it (and then through the safety gate
@@ -38,6 +40,7 @@ from reference_memory.cascade_text import (
     new_values,
     numbers,
     refetchable,
+    reported,
     restates,
     sentences,
     shows_examples,
@@ -219,7 +222,8 @@ class _Walk:
             f.line for f in self.plan.adds if f.section == "Goals"
         ]
         kinds = [k for k in ASSISTANT_CHOICES if goals or k != "progress"]
-        for sentence in sentences(text)[: self.config.max_sentences]:
+        for piece in sentences(text)[: self.config.max_sentences]:
+            sentence = reported(piece)  # "I checked X: <finding>" -> the finding
             why = _skip_assistant(sentence, "\n".join(self.said)) or self._known(sentence)
             if why:
                 self.log.append(f"skip {sentence[:60]!r}: {why}")

@@ -28,6 +28,11 @@ _REFETCHABLE = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON = re.compile(r"^\W*(?:I|I'(?:ve|ll|m|d)|I\s+\w+|My|Me)\b")
+_REPORTED = re.compile(
+    r"^\W*I(?:'ve)?\s+(?:checked|looked (?:at|into)|inspected|queried|traced|reviewed|"
+    r"dug into|went through)\b[^:]{0,80}:\s+(?P<finding>\S.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
 _LEAD = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[user\]\s*)?", re.IGNORECASE)
 _DISCOURSE = re.compile(
     r"^(?:(?:and|also|oh|so|well|ok|okay|plus|btw|by the way|for the record|good news|"
@@ -55,7 +60,7 @@ _EXAMPLES = re.compile(
 )
 _LASTING = re.compile(
     r"\b(?:always|never|from now on|every time|by default|going forward|in future|"
-    r"unless I say|only ever|for us)\b(?! mind)",
+    r"unless I say|only ever|for us|every (?:week|day|month)|each week)\b(?! mind)",
     re.IGNORECASE,
 )
 _ASKS_NOW = re.compile(
@@ -118,6 +123,17 @@ def first_person(sentence: str) -> bool:
     return bool(_FIRST_PERSON.match(sentence))
 
 
+def reported(sentence: str) -> str:
+    """What the assistant found, when it says how it looked first ("I checked the feed: the
+    feed lags by two days" -> "The feed lags by two days"); else the sentence unchanged. Only
+    verbs of looking: "I changed X: ..." stays the assistant's own action."""
+    found = _REPORTED.match(sentence)
+    if not found or first_person(found.group("finding")):
+        return sentence
+    finding = found.group("finding")
+    return finding[:1].upper() + finding[1:]
+
+
 def acknowledges(sentence: str) -> bool:
     """True for the assistant's "Noted: ..." / "Yes, ..." restatements of what the user said."""
     return bool(_ACK.match(sentence))
@@ -140,7 +156,8 @@ def shows_examples(sentence: str) -> bool:
 
 
 def lasting(sentence: str) -> bool:
-    """True when the wording marks a standing rule ("always", "never", "from now on")."""
+    """True when the wording marks a standing rule ("always", "never", "from now on", "every
+    week"). Not "remember that": pasted text addressed to an AI says it too."""
     return bool(_LASTING.search(sentence))
 
 
