@@ -7,16 +7,18 @@ the fact. Naming the kinds never kept, rather than asking yes/no, is what stops 
 answering "keep" to everything; worked examples after the instruction teach the kinds (without
 them the 1.5B model called nearly every finding an "example"); and code settles what wording
 settles better than a small model: questions and requests are never facts, "always / never /
-from now on / every week" marks a lasting fact, time windows mark live
-numbers, the assistant repeating the user is not news, and a sentence whose fact memory
-already holds is not asked about.
+from now on / every week" marks a lasting fact, time windows mark live numbers, the assistant
+repeating the user is not news, half a sentence (trailing off, or an answer stopped mid-way)
+is no fact, and a sentence whose fact memory already holds is not asked about.
 
 Tool results are never shown to the model, so text planted in them cannot reach it; what tools
 discovered arrives through the assistant's statements of it (and then through the safety gate
-like every op). Near an existing line the model is asked same / update / different, so a
-changed value replaces its old line and a repeated fact is not added twice. All questions share
-one growing chat after the static instruction and examples, so a prefix cache serves every
-call. (MEASUREMENTS.md.)
+like every op). On a turn that called no tool the assistant's sentences are not asked about:
+they restate memory or the user, or are its own conclusions, and none of those is a finding.
+Near an existing line the model is asked same / update / different, so a changed value
+replaces its old line and a repeated fact is not added twice. All questions share one growing
+chat after the static instruction and examples, so a prefix cache serves every call.
+(MEASUREMENTS.md.)
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from reference_memory.cascade_text import (
     shows_examples,
     strip_lead,
     time_window,
+    unfinished,
     word_count,
 )
 from reference_memory.edits import EditOp
@@ -188,8 +191,12 @@ class _Walk:
         self.plan = Plan(file)
         self.log: list[str] = []
         self.said: list[str] = []  # the user's messages so far this turn
+        self.looked = True  # whether a tool was called this turn (set by `turn`)
 
     async def turn(self, messages: list[Message]) -> None:
+        # a finding is what a tool turned up: with no tool called this turn, the assistant's
+        # sentences restate memory or the user, or are its own conclusions, never findings
+        self.looked = any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
         for message in messages:
             text = _text(message.get("content"))
             if not text.strip():
@@ -218,6 +225,9 @@ class _Walk:
 
     async def assistant(self, text: str) -> None:
         self.chat.show(render("cascade_assistant_message", text=text))
+        if not self.looked:
+            self.log.append("skip the assistant's message: no tool was called this turn")
+            return
         goals = section_lines(self.file, "Goals") + [
             f.line for f in self.plan.adds if f.section == "Goals"
         ]
@@ -240,13 +250,16 @@ class _Walk:
             await self._decide(Fact(fact, user=False, section=section, progress=progress), sentence)
 
     def _known(self, sentence: str) -> str:
-        """Why asking about a sentence cannot change the plan ("" when it can): the fact it
-        would become is already in the file or this turn's plan, or is re-fetchable data, so
-        `_decide` would drop it whatever the answer. Only when the sentence itself is the fact
-        (with `rewrite` the model's restatement may differ)."""
+        """Why asking about a sentence cannot change the plan ("" when it can): `_dropped` on
+        the fact it would become. Only when the sentence itself is the fact (with `rewrite`
+        the model's restatement may differ)."""
         if self.config.rewrite:
             return ""
-        fact = clean_fact(strip_lead(sentence), limit=SENTENCE_CHARS)
+        return self._dropped(clean_fact(strip_lead(sentence), limit=SENTENCE_CHARS))
+
+    def _dropped(self, fact: str) -> str:
+        """Why `_decide` drops a fact whatever the model answers ("" when it does not): it is
+        re-fetchable data, or already in the file or this turn's plan."""
         found = refetchable(fact)
         if found:
             return f"re-fetchable data {found!r}"
@@ -281,13 +294,9 @@ class _Walk:
 
     async def _decide(self, fact: Fact, sentence: str) -> None:
         """Drop re-fetchable data and duplicates; replace a line whose value changed; else add."""
-        found = refetchable(fact.text)
-        if found:
-            self.log.append(f"  drop: re-fetchable data {found!r}")
-            return
-        seen = duplicate_of(fact.text, bullets(self.file) + self.plan.lines())
-        if seen is not None:
-            self.log.append(f"  drop: already in memory as {seen!r}")
+        why = self._dropped(fact.text)
+        if why:
+            self.log.append(f"  drop: {why}")
             return
         replaced = {old for old, _ in self.plan.replaces}
         # a user's new standing rule may supersede a line wherever it sits (the model's kind
@@ -320,6 +329,8 @@ def user_kinds(sentence: str) -> list[str] | str:
     """The kinds a user sentence may be, or why it is not asked about (a str)."""
     if word_count(sentence) < 4:
         return "too short"
+    if unfinished(sentence):
+        return "unfinished"
     if sentence.rstrip().endswith("?"):
         return "a question"
     if lasting(sentence):
@@ -333,6 +344,8 @@ def _skip_assistant(sentence: str, said: str = "") -> str:
     """Why a sentence of the assistant is not asked about ("" when it is)."""
     if word_count(sentence) < 5:
         return "too short"
+    if unfinished(sentence):
+        return "unfinished"
     if first_person(sentence):
         return "about what the assistant did or chose"
     if acknowledges(sentence) or restates(sentence, said):

@@ -27,6 +27,8 @@ _REFETCHABLE = re.compile(
     r"|\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}",  # timestamps
     re.IGNORECASE,
 )
+# a trailing ellipsis, or one followed by a bracketed note ("…[cut off at the token limit]")
+_UNFINISHED = re.compile(r"(?:…|\.\.\.)\s*(?:\[[^\]]*\])?\s*$")
 _FIRST_PERSON = re.compile(r"^\W*(?:I|I'(?:ve|ll|m|d)|I\s+\w+|My|Me)\b")
 _REPORTED = re.compile(
     r"^\W*I(?:'ve)?\s+(?:checked|looked (?:at|into)|inspected|queried|traced|reviewed|"
@@ -132,6 +134,12 @@ def reported(sentence: str) -> str:
         return sentence
     finding = found.group("finding")
     return finding[:1].upper() + finding[1:]
+
+
+def unfinished(sentence: str) -> bool:
+    """True when the sentence trails off ("some context…") or was stopped mid-way and marked
+    so ("the dataset is …[stopped: it began repeating itself]"): half a sentence is no fact."""
+    return bool(_UNFINISHED.search(sentence))
 
 
 def acknowledges(sentence: str) -> bool:

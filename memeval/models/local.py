@@ -202,14 +202,14 @@ class _RepeatStop:
     def __call__(self, ids: Any, _logits: Any) -> bool:
         if not self.active:
             return False
-        generated = [int(i) for i in ids[self.prompt_len :]]
-        if len(generated) <= len(self.generated):
+        start = self.prompt_len + len(self.generated)
+        if len(ids) <= start:
             # llama-cpp-python asks once more after generation ends, with nothing new:
             # answer as before, never judge the same tokens twice
             return self.fired
-        self.generated = generated
-        if len(generated) >= REPEAT_WINDOW:
-            window = tuple(generated[-REPEAT_WINDOW:])
+        self.generated.extend(int(i) for i in ids[start:])  # only the tokens not seen yet
+        if len(self.generated) >= REPEAT_WINDOW:
+            window = tuple(self.generated[-REPEAT_WINDOW:])
             if window in self.seen:
                 self.fired = True
             self.seen.add(window)
@@ -298,13 +298,8 @@ class LocalModel:
             raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
         choice = result["choices"][0]
         finish = choice.get("finish_reason")
-        content, calls = parse_reply(
-            choice["text"],
-            bool(tool_list),
-            schema is not None,
-            finish == "length",
-            finish == "repeat",
-        )
+        stopped = finish if finish in ("length", "repeat") else ""
+        content, calls = parse_reply(choice["text"], bool(tool_list), schema is not None, stopped)
         usage = result.get("usage") or {}
         return ChatResponse(
             content=content,

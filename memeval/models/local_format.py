@@ -151,35 +151,33 @@ CUT_OFF = " …[cut off at the token limit]"
 REPEATED = " …[stopped: it began repeating itself]"
 
 
+_STOPPED_MARK = {"length": CUT_OFF, "repeat": REPEATED}
+_STOPPED_WHY = {
+    "length": "cut off at the token limit",
+    "repeat": "stopped when it began repeating itself",
+}
+
+
 def parse_reply(
-    text: str,
-    tools_given: bool,
-    schema_given: bool = False,
-    cut_off: bool = False,
-    repeated: bool = False,
+    text: str, tools_given: bool, schema_given: bool = False, stopped: str = ""
 ) -> tuple[str | None, list[ToolCall]]:
     """Split a generated reply into (content, tool calls).
 
-    `cut_off`: generation stopped at max_tokens; `repeated`: it was stopped because it began
-    repeating itself (the text ends before the repeat). An answer stopped mid-string is kept,
-    marked with why (what the model said is still its answer); a stopped call is an error.
+    `stopped` says why generation ended before the model did: "length" (max_tokens) or
+    "repeat" (it began repeating itself; the text ends before the repeat); "" when the model
+    finished. An answer stopped mid-string is kept, marked with why (what the model said is
+    still its answer); a stopped call is an error.
     """
     if not tools_given:
         return text, []
     try:
         data = json.loads(text, strict=False)  # llama.cpp's JSON grammar allows raw newlines
     except ValueError as exc:
-        stopped = cut_off or repeated
-        partial = _partial_answer(text) if stopped and not schema_given else None
+        mark = _STOPPED_MARK.get(stopped, "")
+        partial = _partial_answer(text) if mark and not schema_given else None
         if partial is not None:
-            return partial + (REPEATED if repeated else CUT_OFF), []
-        why = (
-            "stopped when it began repeating itself"
-            if repeated
-            else "cut off at the token limit"
-            if cut_off
-            else "not the JSON asked for"
-        )
+            return partial + mark, []
+        why = _STOPPED_WHY.get(stopped, "not the JSON asked for")
         raise ModelError(f"local model: reply is {why}: {text[:120]!r}") from exc
     if isinstance(data, dict) and "name" in data and "arguments" in data and len(data) == 2:
         body = json.dumps(data, sort_keys=True)

@@ -221,15 +221,8 @@ async def test_goal_progress_goes_right_after_its_goal(store: SQLiteStore) -> No
     )
     store.put("dana", "acme", text)
     model = Oracle({"9.1% rejected": ("progress", "Rejection rate 9.1%, down from 11.9%.")})
-    turn = Turn(
-        [
-            {"role": "user", "content": "How are we doing?"},
-            {
-                "role": "assistant",
-                "content": "9.1% rejected this week, down from the 11.9% baseline.",
-            },
-        ]
-    )
+    reply = "9.1% rejected this week, down from the 11.9% baseline."
+    turn = tool_turn("How are we doing?", {"rejection_rate": 0.091}, reply)
     report = await memory(model, store).update("dana", "acme", turn)
     assert report.ops == [
         {
@@ -244,7 +237,7 @@ async def test_goal_progress_goes_right_after_its_goal(store: SQLiteStore) -> No
 
 async def test_progress_kind_is_offered_only_when_there_is_a_goal(store: SQLiteStore) -> None:
     model = Oracle({"v2 scored": ("finding", "v2 scored 0.648 on the golden set.")})
-    turn = Turn([{"role": "assistant", "content": "v2 scored 0.648 on the golden set overall."}])
+    turn = tool_turn("Score v2.", {"hit@5": 0.648}, "v2 scored 0.648 on the golden set overall.")
     await memory(model, store).update("dana", "acme", turn)
     asked = [r for r in model.requests if 'Sentence: "v2 scored' in str(r[-1]["content"])]
     assert asked and "- progress:" not in str(asked[0][-1]["content"])
@@ -379,6 +372,8 @@ def test_a_recurring_schedule_marks_a_lasting_fact() -> None:
         ("Also, try v2 in the playground on the Globex question.", "a request"),
         ("Can you pull the last day of spans for me.", "a request"),
         ("Thanks!", "too short"),
+        ("Before we dive in, some context…", "unfinished"),
+        ("Our datasets are kept in the shared workspace and...", "unfinished"),
     ],
 )
 def test_user_sentences_code_settles_without_asking(sentence: str, expected: str) -> None:
@@ -403,6 +398,12 @@ def test_user_sentence_kinds_offered() -> None:
         ("Yes, exactly 70 rows per dataset from now on.", "restates what the user said"),
         ("Times in London time from now on.", "restates what the user said"),
         ("I mapped reference to the input of the span.", "about what the assistant did or chose"),
+        (
+            "The main dataset for the summarizer is …[stopped: it began repeating itself]",
+            "unfinished",
+        ),
+        ("The genre field is set on the spans of …[cut off at the token limit]", "unfinished"),
+        ("The evaluator flags spans whose output cites a missing...", "unfinished"),
     ],
 )
 def test_assistant_sentences_code_skips(sentence: str, why: str) -> None:
@@ -450,9 +451,7 @@ async def test_a_goal_checkpoint_is_added_never_replacing(store: SQLiteStore) ->
         relations={"- Baseline": "update"},
     )
     reply = "9.1% of proposals rejected, down from the 11.9% baseline."
-    turn = Turn(
-        [{"role": "user", "content": "How are we doing?"}, {"role": "assistant", "content": reply}]
-    )
+    turn = tool_turn("How are we doing?", {"rejection_rate": 0.091}, reply)
     report = await memory(model, store).update("dana", "acme", turn)
     assert [op["op"] for op in report.ops] == ["add"]
     assert "- Baseline 11.9% rejected." in report.file_after
@@ -487,15 +486,47 @@ async def test_a_finding_memory_holds_is_not_asked_about_when_the_assistant_repe
     )
     assert [op["text"] for op in first.ops] == [f"- {finding}"]
     asked = len(_kind_questions(model))
-    again = Turn(
-        [
-            {"role": "user", "content": "Which fields can we map?"},
-            {"role": "assistant", "content": f"{finding} The rating field is set on all spans."},
-        ]
+    again = tool_turn(
+        "Which fields can we map?", {}, f"{finding} The rating field is set on all spans."
     )
     second = await memory(model, store).update("dana", "acme", again)
     assert _kind_questions(model)[asked:] == ["The rating field is set on all spans."]
     assert "already in memory" in second.attempts[0].raw
+
+
+async def test_on_a_turn_that_called_no_tool_the_assistant_reports_no_finding(
+    store: SQLiteStore,
+) -> None:
+    """A live answer given without looking anything up restates memory or the user, or is the
+    assistant's own conclusion: none of its sentences is asked about, the user's still are."""
+    model = Oracle(
+        {"Reports must": ("rule", ""), "The rate rose": ("finding", "")},
+    )
+    said = "Reports must be short, always."
+    concluded = "The rate rose from 8% to 24%, a 200% increase in hallucinations."
+    plain = Turn([{"role": "user", "content": said}, {"role": "assistant", "content": concluded}])
+    report = await memory(model, store).update("dana", "acme", plain)
+    assert _kind_questions(model) == [said]
+    assert "no tool was called this turn" in report.attempts[0].raw
+    assert [op["text"] for op in report.ops] == ["- [user] Reports must be short, always."]
+    looked = await memory(model, store).update("dana", "acme", tool_turn("Check.", {}, concluded))
+    assert _kind_questions(model)[-1] == concluded  # after a lookup it may be a finding
+    assert [op["text"] for op in looked.ops] == [f"- {concluded}"]
+
+
+async def test_the_half_sentence_of_a_stopped_answer_is_never_asked_about(
+    store: SQLiteStore,
+) -> None:
+    model = Oracle({"The rating field": ("finding", ""), "The genre field": ("finding", "")})
+    reply = (
+        "The rating field is set on all spans. The genre field is set on "
+        "…[stopped: it began repeating itself]"
+    )
+    turn = tool_turn("Which fields can we map?", {}, reply)
+    report = await memory(model, store).update("dana", "acme", turn)
+    assert _kind_questions(model) == ["The rating field is set on all spans."]
+    assert "unfinished" in report.attempts[0].raw
+    assert [op["text"] for op in report.ops] == ["- The rating field is set on all spans."]
 
 
 async def test_a_fact_planned_this_turn_is_not_asked_about_again(store: SQLiteStore) -> None:

@@ -85,7 +85,7 @@ def test_tool_grammar_names_every_tool_and_the_answer() -> None:
 
 def test_an_answer_cut_off_at_the_token_limit_is_kept_and_marked() -> None:
     cut = '{"answer": "Map reference to the retrieve_chapters output, then caf\\u00'
-    content, calls = parse_reply(cut, True, cut_off=True)
+    content, calls = parse_reply(cut, True, stopped="length")
     assert calls == []
     assert content == "Map reference to the retrieve_chapters output, then caf" + CUT_OFF
     with pytest.raises(ModelError, match="not the JSON"):
@@ -99,18 +99,18 @@ def test_raw_newlines_inside_an_answer_are_kept_not_an_error() -> None:
     assert "\n" in whole
     assert parse_reply(whole, True) == ("Steps:\n1. **Identify** the rows\n2. Label them", [])
     cut = '{"answer": "Lena, here is the week:\n\n- The book-summary agent'
-    content, _ = parse_reply(cut, True, cut_off=True)
+    content, _ = parse_reply(cut, True, stopped="length")
     assert content == "Lena, here is the week:\n\n- The book-summary agent" + CUT_OFF
 
 
 def test_a_call_cut_off_at_the_token_limit_is_an_error() -> None:
     with pytest.raises(ModelError, match="cut off at the token limit"):
-        parse_reply('{"name": "query_spans", "arguments": {"proj', True, cut_off=True)
+        parse_reply('{"name": "query_spans", "arguments": {"proj', True, stopped="length")
 
 
 def test_an_answer_stopped_for_repeating_itself_is_kept_and_marked_as_such() -> None:
     stopped = '{"answer": "Use the label to track satisfaction. '
-    content, calls = parse_reply(stopped, True, repeated=True)
+    content, calls = parse_reply(stopped, True, stopped="repeat")
     assert calls == [] and content == "Use the label to track satisfaction." + REPEATED
     with pytest.raises(ModelError, match="began repeating itself"):
-        parse_reply('{"name": "query_spans", "arguments": {"proj', True, repeated=True)
+        parse_reply('{"name": "query_spans", "arguments": {"proj', True, stopped="repeat")
