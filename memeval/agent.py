@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
@@ -13,6 +14,37 @@ from memeval.rundir.record import ToolCallRecord
 from memeval.tools import FixtureTools
 
 DEFAULT_MAX_TOOL_ROUNDS = 4
+
+# What makes a message need a tool before any answer, read from its wording alone: a clause
+# that opens with an action (after "please", "can you"...), or a question about live data
+# (what happened today, in the last 24 hours, the most recent run). Memory holds what was
+# true when it was written; neither an action nor the current state can come from it.
+_POLITE = r"(?:(?:please|also|now|then|so|and|ok(?:ay)?|can you|could you|would you|will you)\s+)*"
+_ACTION = re.compile(
+    rf"^{_POLITE}(?:make|run|re-?run|rebuild|create|build|pull|fetch|export|delete|remove|add"
+    r"|update|sample|label|set up|schedule|generate|start|cancel|score|evaluate)\b",
+    re.IGNORECASE,
+)
+_LIVE = re.compile(
+    r"\b(?:today|tonight|yesterday|overnight|so far|right now|currently"
+    r"|this (?:week|month|morning)|(?:last|past) \d+ (?:hours?|days?|weeks?)"
+    r"|most recent|latest|last \w+ (?:action|run|trace|span)s?)\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_CLAUSE = re.compile(r"[,:;.!?\n]+")
+
+
+def needs_tool_first(message: str) -> bool:
+    """Whether `message` asks for an action or for live data, so that the first reply must be
+    a tool call rather than an answer from memory."""
+    if any(_ACTION.match(clause.strip()) for clause in _CLAUSE.split(message)):
+        return True
+    for sentence in _SENTENCE.findall(message):
+        asked = sentence.rstrip().endswith("?") or re.search(r"\bI need\b", sentence)
+        if asked and _LIVE.search(sentence):
+            return True
+    return False
 
 
 @dataclass
@@ -47,7 +79,14 @@ def default_system_prompt() -> str:
 
 class ChatAgent:
     """A tool-calling chat agent: static instructions, then memory, then history, then the
-    user's message (static text first so prefix caches serve every call)."""
+    user's message (static text first so prefix caches serve every call).
+
+    When `tool_first(user_message)` says the message asks for an action or live data, the
+    first reply must be a tool call (`tool_choice="required"`) and the next one is the answer,
+    without tools: a small model otherwise answers such a message from memory, and left free
+    after a forced call it tends to repeat calls until its rounds run out. Otherwise the
+    model chooses, for up to `max_tool_rounds` rounds of calls. `tool_first=None` turns the
+    rule off."""
 
     def __init__(
         self,
@@ -56,11 +95,13 @@ class ChatAgent:
         system_prompt: str | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         max_tokens: int = 512,
+        tool_first: Callable[[str], bool] | None = needs_tool_first,
     ) -> None:
         self.model = model
         self.system_prompt = system_prompt or default_system_prompt()
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
+        self.tool_first = tool_first
 
     async def respond(
         self,
@@ -76,13 +117,16 @@ class ChatAgent:
         turn: list[Message] = [{"role": "user", "content": user_message}]
         result = AgentResult(messages=turn)
         specs = tools.specs()
+        forced = bool(specs) and self.tool_first is not None and self.tool_first(user_message)
+        rounds = 1 if forced else self.max_tool_rounds
         try:
-            for round_no in range(self.max_tool_rounds + 1):
-                last_round = round_no == self.max_tool_rounds
+            for round_no in range(rounds + 1):
+                last_round = round_no == rounds
                 reply = await self.model.chat(
                     [*prefix, *history, *turn],
                     tools=None if last_round or not specs else specs,
                     max_tokens=self.max_tokens,
+                    tool_choice="required" if forced and round_no == 0 else "auto",
                 )
                 if not reply.tool_calls or last_round:
                     result.answer = (reply.content or "").strip()

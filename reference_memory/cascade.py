@@ -41,11 +41,13 @@ from reference_memory.cascade_text import (
     measures_goal,
     new_values,
     numbers,
+    preamble,
     refetchable,
     reported,
     restates,
     sentences,
     shows_examples,
+    states_intent,
     strip_lead,
     time_window,
     unfinished,
@@ -162,13 +164,13 @@ class CascadeUpdater:
         self.chat_chars = chat_chars
 
     async def propose(self, job: UpdateInput, caller: Caller, report: UpdateReport) -> list[EditOp]:
-        walk = _Walk(job.file, _Chat(caller, self.role, self.max_questions, self.chat_chars), self)
+        chat = _Chat(caller, self.role, self.max_questions, self.chat_chars)
+        walk = _Walk(job.file, chat, self, looked=job.turn.called_tools())
         try:
             await walk.turn(job.turn.messages)
         except _Budget:
             walk.log.append(f"stopped: the {self.max_questions}-question budget ran out")
         ops = walk.plan.ops()
-        chat = walk.chat
         attempt = Attempt(number=1, raw="\n".join(walk.log + walk.plan.notes))
         attempt.ops = [op.to_dict() for op in ops]
         report.attempts.append(attempt)
@@ -186,17 +188,16 @@ class CascadeUpdater:
 class _Walk:
     """One turn's pass over its messages, collecting decisions into a Plan."""
 
-    def __init__(self, file: str, chat: _Chat, config: CascadeUpdater) -> None:
+    def __init__(self, file: str, chat: _Chat, config: CascadeUpdater, looked: bool) -> None:
         self.file, self.chat, self.config = file, chat, config
         self.plan = Plan(file)
         self.log: list[str] = []
         self.said: list[str] = []  # the user's messages so far this turn
-        self.looked = True  # whether a tool was called this turn (set by `turn`)
-
-    async def turn(self, messages: list[Message]) -> None:
         # a finding is what a tool turned up: with no tool called this turn, the assistant's
         # sentences restate memory or the user, or are its own conclusions, never findings
-        self.looked = any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
+        self.looked = looked
+
+    async def turn(self, messages: list[Message]) -> None:
         for message in messages:
             text = _text(message.get("content"))
             if not text.strip():
@@ -209,8 +210,9 @@ class _Walk:
     async def user(self, text: str) -> None:
         self.said.append(text)
         self.chat.show(render("cascade_user_message", text=text))
-        for sentence in sentences(text)[: self.config.max_sentences]:
-            kinds = user_kinds(sentence)
+        pieces = sentences(text)[: self.config.max_sentences]
+        for index, sentence in enumerate(pieces):
+            kinds = user_kinds(sentence, asked_after=_asks(pieces[index + 1 :]))
             if isinstance(kinds, list):
                 kinds = self._known(sentence) or kinds
             if isinstance(kinds, str):
@@ -325,19 +327,30 @@ class _Walk:
         )
 
 
-def user_kinds(sentence: str) -> list[str] | str:
-    """The kinds a user sentence may be, or why it is not asked about (a str)."""
+def user_kinds(sentence: str, asked_after: bool = False) -> list[str] | str:
+    """The kinds a user sentence may be, or why it is not asked about (a str). `asked_after`:
+    a later sentence of the same message is a question or a request."""
     if word_count(sentence) < 4:
         return "too short"
     if unfinished(sentence):
         return "unfinished"
     if sentence.rstrip().endswith("?"):
         return "a question"
+    if preamble(sentence):
+        return "announces what follows"
     if lasting(sentence):
         return list(USER_KINDS)  # worded as a standing rule: a fact, whatever else it is
     if asks_now(sentence):
         return "a request"
+    if asked_after and states_intent(sentence):
+        # "I'm planning to add X. Anything I should know?": what the question is for
+        return "the context of the question or request that follows"
     return list(USER_CHOICES)
+
+
+def _asks(pieces: list[str]) -> bool:
+    """Whether any of these sentences is a question or a request."""
+    return any(p.rstrip().endswith("?") or asks_now(p) for p in pieces)
 
 
 def _skip_assistant(sentence: str, said: str = "") -> str:

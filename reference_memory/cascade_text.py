@@ -65,13 +65,27 @@ _LASTING = re.compile(
     r"unless I say|only ever|for us|every (?:week|day|month)|each week)\b(?! mind)",
     re.IGNORECASE,
 )
+_PREAMBLE = re.compile(
+    r"^(?:before we (?:dive in|start|begin|get started|get going)|first,? (?:some|a bit of) "
+    r"(?:context|background)|(?:here(?:'s| is) )?(?:some|a bit of|a little|quick) "
+    r"(?:context|background))\b",
+    re.IGNORECASE,
+)
+_INTENT = re.compile(
+    r"^(?:I|we)(?:'m| am|'re| are) (?:planning|going|about|hoping|trying|looking) to\b"
+    r"|^(?:I|we) (?:want|need|'d like|would like|plan|intend)\b",
+    re.IGNORECASE,
+)
 _ASKS_NOW = re.compile(
     r"^(?:(?:please|also|now|then|and|so|ok|okay|first|next)\b,?\s+)*(?:"
     r"make|run|re-?run|rebuild|create|build|show|pull|check|score|dig|try|compare|find|list|"
     r"look|open|fetch|get|export|delete|remove|add|update|plot|summari[sz]e|draft|write|send|"
     r"rename|sample|label|set up|tell me|search|filter|rank|evaluate|test|deploy|draw|"
     r"generate|start|cancel|schedule|go ahead|let's|can you|could you|would you|fix|change|"
-    r"move|merge|review|read|explain|walk me through|help me|investigate|debug|clean up)\b",
+    r"move|merge|review|read|explain|walk me through|help me|investigate|debug|clean up|"
+    r"answer)\b"
+    # ...but a noun in that place opens a statement: "Change of plan: ...", "Update: ..."
+    r"(?!\s*:|\s+(?:of|is|was|are|were|has|had|will)\b)",
     re.IGNORECASE,
 )
 
@@ -172,6 +186,16 @@ def lasting(sentence: str) -> bool:
 def asks_now(sentence: str) -> bool:
     """True when the sentence opens like a request ("Run...", "Show me...", "Can you...")."""
     return bool(_ASKS_NOW.match(strip_lead(sentence)))
+
+
+def preamble(sentence: str) -> bool:
+    """True for a sentence that announces what follows ("Before we dive in, some context…")."""
+    return bool(_PREAMBLE.match(strip_lead(sentence)))
+
+
+def states_intent(sentence: str) -> bool:
+    """True for a first-person plan or want ("I'm planning to…", "I want…", "We need…")."""
+    return bool(_INTENT.match(strip_lead(sentence).replace("’", "'")))
 
 
 def restates(sentence: str, said: str) -> bool:

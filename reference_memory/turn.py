@@ -23,6 +23,10 @@ class Turn:
     messages: list[Message] = field(default_factory=list)
     completed: bool = True
 
+    def called_tools(self) -> bool:
+        """Whether the agent called a tool in this turn (a call, or a tool's result)."""
+        return any(m.get("role") == "tool" or m.get("tool_calls") for m in self.messages)
+
     def user_messages(self) -> list[str]:
         return [str(m.get("content") or "") for m in self.messages if m.get("role") == "user"]
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-from memeval.models.base import CallRecord, ChatModel, ChatResponse, Message
+from memeval.models.base import CallRecord, ChatModel, ChatResponse, Message, ToolChoice
 from memeval.models.fake import FAKE_NAME
 
 PRICES_PER_1M: dict[str, tuple[float, float]] = {
@@ -124,12 +124,18 @@ class RecordingModel:
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         started = time.perf_counter()
         fake = self.name == FAKE_NAME
         try:
             response = await self.inner.chat(
-                messages, tools=tools, schema=schema, max_tokens=max_tokens, temperature=temperature
+                messages,
+                tools=tools,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tool_choice=tool_choice,
             )
         except BaseException as exc:
             self.sink.append(

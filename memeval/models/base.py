@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Message = dict[str, Any]
+
+ToolChoice = Literal["auto", "required"]
+TOOL_CHOICES: tuple[ToolChoice, ...] = ("auto", "required")
 
 ROLES = ("agent", "summarizer", "updater", "safety", "compactor", "judge")
 
@@ -37,7 +40,9 @@ class ChatResponse:
 @runtime_checkable
 class ChatModel(Protocol):
     """Messages (OpenAI chat format), optional tools (OpenAI function specs), optional JSON
-    schema for the answer; returns content or tool calls, usage and latency."""
+    schema for the answer; returns content or tool calls, usage and latency. With
+    `tool_choice="required"` (and tools given) the reply is one or more tool calls, never
+    an answer; "auto" leaves the choice to the model."""
 
     name: str  # the spec that built it, e.g. "openai:gpt-4o-mini", "local:qwen2.5-coder-1.5b"
 
@@ -49,6 +54,7 @@ class ChatModel(Protocol):
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse: ...
 
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memeval.models.base import ChatModel, ChatResponse, Message, ToolCall
+from memeval.models.base import ChatModel, ChatResponse, Message, ToolCall, ToolChoice
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +137,12 @@ class CachedModel:
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         started = time.perf_counter()
         parameters: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+        if tool_choice != "auto":  # keyed only when set, so earlier entries stay valid
+            parameters["tool_choice"] = tool_choice
         decoding = getattr(self.inner, "decoding", None)
         if decoding:  # how a model decodes beyond these parameters (local models name it)
             parameters["decoding"] = decoding
@@ -154,7 +157,12 @@ class CachedModel:
             hit.latency_s = time.perf_counter() - started
             return hit
         response = await self.inner.chat(
-            messages, tools=tools, schema=schema, max_tokens=max_tokens, temperature=temperature
+            messages,
+            tools=tools,
+            schema=schema,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            tool_choice=tool_choice,
         )
         try:
             await asyncio.to_thread(self.cache.put, key, self.name, response)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memeval.models.base import ChatResponse, Message
+from memeval.models.base import ChatResponse, Message, ToolCall, ToolChoice
 from memeval.models.synth import synthesize
 
 FAKE_NAME = "fake"
@@ -21,7 +21,9 @@ FAKE_LABEL = "fake: not a model (deterministic stand-in; results are not model r
 
 
 class FakeModel:
-    """Answers every request instantly and deterministically; never calls tools."""
+    """Answers every request instantly and deterministically. It calls a tool only when the
+    request requires one (`tool_choice="required"`): the first tool, with arguments built
+    from its parameter schema."""
 
     name = FAKE_NAME
 
@@ -33,9 +35,24 @@ class FakeModel:
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         started = time.perf_counter()
         digest = _digest(messages)
+        if tools and tool_choice == "required":
+            function = tools[0].get("function", tools[0])
+            parameters = function.get("parameters") or {"type": "object"}
+            call = ToolCall(
+                id=f"fake-{digest}",
+                name=str(function["name"]),
+                arguments=synthesize(parameters, text=f"fake-{digest}"),
+            )
+            return ChatResponse(
+                content=None,
+                tool_calls=[call],
+                latency_s=time.perf_counter() - started,
+                model=FAKE_NAME,
+            )
         if schema is not None:
             content = json.dumps(synthesize(schema, text=f"fake-{digest}"), ensure_ascii=False)
         else:

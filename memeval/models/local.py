@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.models import guard
-from memeval.models.base import ChatResponse, Message, ModelError
+from memeval.models.base import ChatResponse, Message, ModelError, ToolChoice
 from memeval.models.local_format import (
     normalize_messages,
     parse_reply,
@@ -276,11 +276,12 @@ class LocalModel:
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         guard.check_allowed(self.name)
         tool_list = [dict(t) for t in tools] if tools else None
         if tool_list:
-            grammar: str | None = tools_grammar(tool_list, schema)
+            grammar: str | None = tools_grammar(tool_list, schema, tool_choice == "required")
         else:
             grammar = schema_grammar(schema) if schema is not None else None
         started = time.perf_counter()

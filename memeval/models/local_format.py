@@ -116,16 +116,19 @@ def schema_grammar(schema: Mapping[str, Any], strict: bool = False) -> str:
 
 
 def tools_grammar(
-    tools: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] | None = None
+    tools: Sequence[Mapping[str, Any]],
+    schema: Mapping[str, Any] | None = None,
+    call_required: bool = False,
 ) -> str:
-    """GBNF for one JSON object: a call of one of `tools`, or an answer (`schema` if given)."""
+    """GBNF for one JSON object: a call of one of `tools`, or an answer (`schema` if given);
+    only a call when `call_required`."""
     calls = [_call_option(tool, strict=True) for tool in tools]
-    answer = dict(schema) if schema is not None else _ANSWER
+    answer = [] if call_required else [dict(schema) if schema is not None else _ANSWER]
     try:
-        return schema_grammar({"anyOf": [*calls, answer]}, strict=True)
+        return schema_grammar({"anyOf": [*calls, *answer]}, strict=True)
     except Exception:  # parameter schemas the converter can't express: constrain names only
         loose = [_call_option(tool, strict=False) for tool in tools]
-        return schema_grammar({"anyOf": [*loose, answer]})
+        return schema_grammar({"anyOf": [*loose, *answer]})
 
 
 _ANSWER = {

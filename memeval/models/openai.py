@@ -29,7 +29,7 @@ from openai import AsyncOpenAI
 
 from memeval.errors import ConfigError
 from memeval.models import guard
-from memeval.models.base import ChatResponse, Message, ModelError, ToolCall
+from memeval.models.base import ChatResponse, Message, ModelError, ToolCall, ToolChoice
 
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 120.0
@@ -76,6 +76,11 @@ PROMPT_TOOLS = """You can call these functions (JSON signatures):
 Reply with exactly one JSON object and nothing else:
 - to call a function: {{"name": "<function name>", "arguments": {{...}}}}
 - to reply to the user: {{"answer": "<your reply>"}}"""
+PROMPT_TOOLS_REQUIRED = """You can call these functions (JSON signatures):
+{signatures}
+
+Reply with exactly one JSON object and nothing else, a call of one of them:
+{{"name": "<function name>", "arguments": {{...}}}}"""
 CHARS_PER_TOKEN = 4  # the estimate used when a server reports no usage
 
 _RETRYABLE = (
@@ -129,6 +134,7 @@ class OpenAIModel:
         self.tools_settled = False  # True once a probe (or a call) decided how tools go
         self.usage_estimated = False  # a response came without `usage`
         self._send_temperature = True
+        self._send_tool_choice = True  # False once the server rejects `tool_choice`
         self._max_tokens_key = "max_tokens"
         # httpx clients, semaphores and locks belong to one event loop: one of each per loop.
         self._per_loop: weakref.WeakKeyDictionary[
@@ -228,6 +234,7 @@ class OpenAIModel:
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         guard.check_allowed(self.name)
         if schema is not None and not self.json_mode_settled:
@@ -244,12 +251,13 @@ class OpenAIModel:
             # agent's last round asks without tools over a history that has calls in it).
             sent = _plain_history(messages) if self.prompt_tools else list(messages)
             request = self._request(
-                _with_tools_prompt(sent, tools) if prompt_tools and tools else sent,
+                _with_tools_prompt(sent, tools, tool_choice) if prompt_tools and tools else sent,
                 None if prompt_tools else tools,
                 schema,
                 mode,
                 max_tokens,
                 temperature,
+                tool_choice,
             )
             try:
                 async with limit:
@@ -260,6 +268,9 @@ class OpenAIModel:
             except openai.APIStatusError as exc:
                 # Format and tools rejections step down whatever the status (never retried).
                 if self._adapt(exc, mode):
+                    continue
+                if "tool_choice" in request and "tool_choice" in _error_text(exc):
+                    self._send_tool_choice = False  # the model still may call; never forced
                     continue
                 if tools and not self.prompt_tools and _names(exc, TOOL_WORDS):
                     self.prompt_tools = self.tools_settled = True
@@ -315,6 +326,7 @@ class OpenAIModel:
         mode: str | None,
         max_tokens: int | None,
         temperature: float,
+        tool_choice: ToolChoice = "auto",
     ) -> dict[str, Any]:
         request: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if self._send_temperature:
@@ -323,6 +335,8 @@ class OpenAIModel:
             request[self._max_tokens_key] = max_tokens
         if tools:
             request["tools"] = [dict(t) for t in tools]
+            if tool_choice != "auto" and self._send_tool_choice:
+                request["tool_choice"] = tool_choice
         if schema is None or mode is None:
             return request
         if mode.startswith("json_schema"):
@@ -474,13 +488,14 @@ def _plain_history(messages: Sequence[Message]) -> list[Message]:
 
 
 def _with_tools_prompt(
-    messages: list[Message], tools: Sequence[Mapping[str, Any]]
+    messages: list[Message], tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto"
 ) -> list[Message]:
     """The tools described last, so static prefixes stay cacheable."""
     signatures = "\n".join(
         json.dumps(t.get("function", t), ensure_ascii=False, sort_keys=True) for t in tools
     )
-    return [*messages, {"role": "system", "content": PROMPT_TOOLS.format(signatures=signatures)}]
+    text = PROMPT_TOOLS_REQUIRED if tool_choice == "required" else PROMPT_TOOLS
+    return [*messages, {"role": "system", "content": text.format(signatures=signatures)}]
 
 
 def _arguments(function: Mapping[str, Any]) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memeval.models.base import ChatResponse, Message, ModelError
+from memeval.models.base import ChatResponse, Message, ModelError, ToolChoice
 
 
 class ScriptExhausted(AssertionError):
@@ -28,6 +28,7 @@ class Request:
     schema: dict[str, Any] | None = None
     max_tokens: int | None = None
     temperature: float = 0.0
+    tool_choice: ToolChoice = "auto"
 
     @property
     def last_user(self) -> str:
@@ -57,6 +58,7 @@ class _Recording:
         schema: Mapping[str, Any] | None,
         max_tokens: int | None,
         temperature: float,
+        tool_choice: ToolChoice = "auto",
     ) -> Request:
         request = Request(
             messages=[dict(m) for m in messages],
@@ -64,6 +66,7 @@ class _Recording:
             schema=dict(schema) if schema is not None else None,
             max_tokens=max_tokens,
             temperature=temperature,
+            tool_choice=tool_choice,
         )
         self.requests.append(request)
         return request
@@ -106,9 +109,10 @@ class ScriptedModel(_Recording):
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         index = len(self.requests)
-        request = self._record(messages, tools, schema, max_tokens, temperature)
+        request = self._record(messages, tools, schema, max_tokens, temperature, tool_choice)
         if index >= len(self.steps):
             raise ScriptExhausted(
                 f"{self.name}: script has {len(self.steps)} step(s) but call #{index + 1} was "
@@ -132,6 +136,7 @@ class FunctionModel(_Recording):
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
-        request = self._record(messages, tools, schema, max_tokens, temperature)
+        request = self._record(messages, tools, schema, max_tokens, temperature, tool_choice)
         return await self._respond(self.fn, request)

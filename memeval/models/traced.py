@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from openinference.semconv.trace import SpanAttributes as SA
 
-from memeval.models.base import ChatModel, ChatResponse, Message
+from memeval.models.base import ChatModel, ChatResponse, Message, ToolChoice
 from memeval.tracing.attributes import (
     EVALUATOR,
     GUARDRAIL,
@@ -55,14 +55,20 @@ class TracedModel:
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         if not self.tracing.enabled:  # nothing records: skip flattening the messages
             return await self.inner.chat(
-                messages, tools=tools, schema=schema, max_tokens=max_tokens, temperature=temperature
+                messages,
+                tools=tools,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tool_choice=tool_choice,
             )
         request = request_attributes(self.inner.name, self.role, messages, tools, schema)
         request[SA.LLM_INVOCATION_PARAMETERS] = to_json(
-            _parameters(max_tokens, temperature, schema)
+            _parameters(max_tokens, temperature, schema, tool_choice)
         )
         with (
             self._step(messages) as step,
@@ -74,6 +80,7 @@ class TracedModel:
                 schema=schema,
                 max_tokens=max_tokens,
                 temperature=temperature,
+                tool_choice=tool_choice,
             )
             span.set_attributes(response_attributes(response))
             if step is not None:
@@ -114,9 +121,14 @@ def request_attributes(
 
 
 def _parameters(
-    max_tokens: int | None, temperature: float, schema: Mapping[str, Any] | None
+    max_tokens: int | None,
+    temperature: float,
+    schema: Mapping[str, Any] | None,
+    tool_choice: ToolChoice = "auto",
 ) -> dict[str, Any]:
     params: dict[str, Any] = {"temperature": temperature}
+    if tool_choice != "auto":
+        params["tool_choice"] = tool_choice
     if max_tokens is not None:
         params["max_tokens"] = max_tokens
     if schema is not None:

@@ -374,10 +374,35 @@ def test_a_recurring_schedule_marks_a_lasting_fact() -> None:
         ("Thanks!", "too short"),
         ("Before we dive in, some context…", "unfinished"),
         ("Our datasets are kept in the shared workspace and...", "unfinished"),
+        ("Before we start, a bit of context on how I work.", "announces what follows"),
+        ("Some background first, since the router changed hands.", "announces what follows"),
+        ("Answer from the notes we already have, please.", "a request"),
     ],
 )
 def test_user_sentences_code_settles_without_asking(sentence: str, expected: str) -> None:
     assert user_kinds(sentence) == expected
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Change of plan for the router: the horizon is now 12 weeks.",
+        "Update: the launch moved to the second week of May.",
+        "Review of the Q3 numbers is due on Friday.",
+    ],
+)
+def test_a_noun_where_a_request_verb_would_open_is_a_statement(sentence: str) -> None:
+    assert isinstance(user_kinds(sentence), list)
+
+
+def test_a_plan_or_want_before_a_question_is_that_questions_context() -> None:
+    plan = "I'm planning to swap the judge model next sprint."
+    assert (
+        user_kinds(plan, asked_after=True) == "the context of the question or request that follows"
+    )
+    assert isinstance(user_kinds(plan), list)  # on its own, a plan is news worth asking about
+    rule = "I want every dataset to have 50 rows from now on."
+    assert isinstance(user_kinds(rule, asked_after=True), list)  # a standing rule stays a fact
 
 
 def test_user_sentence_kinds_offered() -> None:
@@ -512,6 +537,28 @@ async def test_on_a_turn_that_called_no_tool_the_assistant_reports_no_finding(
     looked = await memory(model, store).update("dana", "acme", tool_turn("Check.", {}, concluded))
     assert _kind_questions(model)[-1] == concluded  # after a lookup it may be a finding
     assert [op["text"] for op in looked.ops] == [f"- {concluded}"]
+
+
+async def test_a_want_stated_before_the_question_it_explains_is_not_asked_about(
+    store: SQLiteStore,
+) -> None:
+    model = Oracle({"The router": ("profile", "")})
+    said = (
+        "The router belongs to Priya now. I want a dataset of refund turns. "
+        "Which column holds the verdict?"
+    )
+    report = await memory(model, store).update(
+        "dana", "acme", Turn([{"role": "user", "content": said}])
+    )
+    assert _kind_questions(model) == ["The router belongs to Priya now."]
+    assert "the context of the question or request that follows" in report.attempts[0].raw
+
+
+def test_a_turn_knows_whether_it_called_a_tool() -> None:
+    assert tool_turn("Check.", {}, "Done.").called_tools()
+    assert not Turn(
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    ).called_tools()
 
 
 async def test_the_half_sentence_of_a_stopped_answer_is_never_asked_about(

@@ -46,7 +46,17 @@ async def test_identical_request_is_served_without_a_model_call(cache: ResponseC
 
 @pytest.mark.parametrize(
     "change",
-    ["prompt", "model", "schema", "tools", "max_tokens", "temperature", "repeat", "decoding"],
+    [
+        "prompt",
+        "model",
+        "schema",
+        "tools",
+        "max_tokens",
+        "temperature",
+        "repeat",
+        "decoding",
+        "tool_choice",
+    ],
 )
 async def test_any_change_misses(cache: ResponseCache, change: str) -> None:
     inner = counting()
@@ -73,6 +83,8 @@ async def test_any_change_misses(cache: ResponseCache, change: str) -> None:
         model = CachedModel(inner, cache, repeat_index=1)
     elif change == "decoding":  # the same model spec decoding another way (local models)
         inner.decoding = "repeat-stop-24"  # type: ignore[attr-defined]
+    elif change == "tool_choice":  # a call required: another question than a free choice
+        kwargs["tool_choice"] = "required"
     await model.chat(messages, schema=schema, tools=tools, **kwargs)  # type: ignore[arg-type]
     assert inner.calls == 2
 
@@ -109,6 +121,15 @@ async def test_failures_are_not_cached(cache: ResponseCache) -> None:
         await CachedModel(inner, cache).chat(MESSAGES)
     assert len(cache) == 0
     assert (await CachedModel(inner, cache).chat(MESSAGES)).content == "fine"
+
+
+async def test_a_free_tool_choice_keeps_the_keys_written_before_it_existed(
+    cache: ResponseCache,
+) -> None:
+    inner = counting()
+    await CachedModel(inner, cache).chat(MESSAGES, max_tokens=9)
+    key = request_key("openai:m1", MESSAGES, None, None, {"max_tokens": 9, "temperature": 0.0}, 0)
+    assert cache.get(key) is not None  # "auto" adds nothing to the key
 
 
 def test_key_is_canonical() -> None:

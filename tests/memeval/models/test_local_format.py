@@ -83,6 +83,11 @@ def test_tool_grammar_names_every_tool_and_the_answer() -> None:
     assert "query_spans" in grammar and "answer" in grammar and "root ::=" in grammar
 
 
+def test_a_required_call_leaves_no_answer_in_the_grammar() -> None:
+    grammar = tools_grammar(TOOLS, call_required=True)
+    assert "query_spans" in grammar and "answer" not in grammar
+
+
 def test_an_answer_cut_off_at_the_token_limit_is_kept_and_marked() -> None:
     cut = '{"answer": "Map reference to the retrieve_chapters output, then caf\\u00'
     content, calls = parse_reply(cut, True, stopped="length")

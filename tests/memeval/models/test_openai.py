@@ -76,6 +76,39 @@ async def test_tool_calls_are_sent_and_parsed(server: FakeOpenAIServer) -> None:
     assert chat_model.capabilities()["tools"] == "native"
 
 
+async def test_a_required_call_is_sent_as_tool_choice_and_dropped_if_rejected(
+    server: FakeOpenAIServer,
+) -> None:
+    call = completion(None, tool_calls=[{"name": "query_spans", "arguments": '{"project": "p"}'}])
+    server.script(TOOLS_OK, call)
+    chat_model = model(server)
+    response = await chat_model.chat(MESSAGES, tools=TOOLS, tool_choice="required")
+    assert [c.name for c in response.tool_calls] == ["query_spans"]
+    assert server.requests[1]["tool_choice"] == "required"
+    server.script(completion("free"))
+    await chat_model.chat(MESSAGES, tools=TOOLS)  # "auto" is the server's own default
+    assert "tool_choice" not in server.requests[2]
+    # a server that rejects the parameter: asked again without it, and never sent it again
+    server.script(error(400, "tool_choice 'required' is not supported"), call, call)
+    await chat_model.chat(MESSAGES, tools=TOOLS, tool_choice="required")
+    await chat_model.chat(MESSAGES, tools=TOOLS, tool_choice="required")
+    assert ["tool_choice" in r for r in server.requests[3:]] == [True, False, False]
+    assert chat_model.capabilities()["tools"] == "native"  # a rejected choice keeps tools
+
+
+async def test_a_required_call_in_prompt_tools_mode_offers_no_answer(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(
+        error(500, "tools are not supported by this model"),
+        completion('{"name": "query_spans", "arguments": {"project": "p1"}}'),
+    )
+    response = await model(server).chat(MESSAGES, tools=TOOLS, tool_choice="required")
+    assert [c.name for c in response.tool_calls] == ["query_spans"]
+    instruction = server.requests[1]["messages"][-1]["content"]
+    assert "query_spans" in instruction and '"answer"' not in instruction
+
+
 async def test_json_schema_output(server: FakeOpenAIServer) -> None:
     server.script(PROBE_OK, completion('{"verdict": "block"}'), completion('{"verdict": "allow"}'))
     chat_model = model(server)

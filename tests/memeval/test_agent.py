@@ -1,0 +1,123 @@
+"""The built-in agent: a message that asks for an action or live data gets a tool call
+first, then an answer; anything else leaves the model free to call or answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memeval.agent import ChatAgent, needs_tool_first
+from memeval.models.base import ChatResponse, ToolCall
+from memeval.models.fake import FakeModel
+from memeval.models.scripted import ScriptedModel
+from memeval.scenario.schema import Tool
+from memeval.tools import FixtureTools
+
+TOOLS = FixtureTools(
+    [
+        Tool(
+            name="count_spans",
+            description="Count a project's spans",
+            parameters={
+                "type": "object",
+                "properties": {"project": {"type": "string"}},
+                "required": ["project"],
+            },
+            responses=[{"default": {"spans": 812}}],
+        )
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Make a dataset of 40 failing traces from checkout-bot.",
+        "Please rerun the faithfulness eval on v4.",
+        "Thanks. Can you export the labelled rows to CSV?",
+        "Quick check before lunch: pull the error spans for billing-agent.",
+        "How many traces did checkout-bot log today?",
+        "What was the error rate over the last 48 hours?",
+        "Which prompt version is the latest one in prod?",
+        "I need the p95 latency of the router for this week.",
+    ],
+)
+def test_actions_and_live_questions_need_a_tool_first(message: str) -> None:
+    assert needs_tool_first(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Which evaluator did we settle on for tone?",
+        "Who signs off the launch?",
+        "How should I map the reference variable?",
+        "The run from last week used the old judge. Anything I should know?",
+        "Thanks, that's all for today.",
+        "Remember that Priya owns the router now.",
+        "Do we have any evals for latency?",
+    ],
+)
+def test_questions_memory_can_answer_leave_the_model_free(message: str) -> None:
+    assert not needs_tool_first(message)
+
+
+def _call(name: str = "count_spans", **arguments: Any) -> ChatResponse:
+    return ChatResponse(
+        content=None, tool_calls=[ToolCall("c1", name, arguments or {"project": "p"})]
+    )
+
+
+async def test_a_forced_call_is_followed_by_an_answer_without_tools() -> None:
+    model = ScriptedModel([_call(), "812 spans."])
+    agent = ChatAgent(model)
+    result = await agent.respond(
+        history=[], user_message="How many spans today?", memory=None, tools=TOOLS
+    )
+    assert result.answer == "812 spans." and result.error is None
+    first, second = model.requests
+    assert first.tool_choice == "required" and first.tools
+    assert second.tools is None and second.tool_choice == "auto"
+    assert [c.result for c in result.tool_calls] == [{"spans": 812}]
+
+
+async def test_a_question_memory_answers_is_asked_with_free_tool_choice() -> None:
+    model = ScriptedModel([_call(), _call(), "Priya signs off."])
+    result = await ChatAgent(model).respond(
+        history=[], user_message="Who signs off the launch?", memory="- Priya", tools=TOOLS
+    )
+    assert result.answer == "Priya signs off."
+    assert [r.tool_choice for r in model.requests] == ["auto", "auto", "auto"]
+    assert all(r.tools for r in model.requests)  # two calls, then an answer, all free
+
+
+async def test_the_rule_can_be_turned_off_and_a_model_that_ignores_it_still_answers() -> None:
+    off = ScriptedModel(["No tool needed."])
+    await ChatAgent(off, tool_first=None).respond(
+        history=[], user_message="Make a dataset.", memory=None, tools=TOOLS
+    )
+    assert off.requests[0].tool_choice == "auto"
+    # a back end that answers although a call was required: the answer is the answer
+    stubborn = ScriptedModel(["I cannot call tools."])
+    result = await ChatAgent(stubborn).respond(
+        history=[], user_message="Make a dataset.", memory=None, tools=TOOLS
+    )
+    assert result.answer == "I cannot call tools." and len(stubborn.requests) == 1
+
+
+async def test_without_tools_nothing_is_required() -> None:
+    model = ScriptedModel(["Done."])
+    await ChatAgent(model).respond(
+        history=[], user_message="Make a dataset.", memory=None, tools=FixtureTools([])
+    )
+    assert model.requests[0].tool_choice == "auto" and model.requests[0].tools is None
+
+
+async def test_the_fake_model_honours_a_required_call() -> None:
+    result = await ChatAgent(FakeModel()).respond(
+        history=[], user_message="Make a dataset.", memory=None, tools=TOOLS
+    )
+    assert [c.name for c in result.tool_calls] == ["count_spans"]
+    assert isinstance(result.tool_calls[0].arguments["project"], str)
+    assert result.answer.startswith("[fake reply")
