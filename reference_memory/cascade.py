@@ -58,6 +58,7 @@ from reference_memory.model import Message
 from reference_memory.report import Attempt, UpdateReport
 from reference_memory.safety_rules import reports_injection
 from reference_memory.templates import render
+from reference_memory.turn import Turn
 from reference_memory.updater import UpdateInput, UpdaterGaveUp
 
 USER_KINDS = {
@@ -165,7 +166,7 @@ class CascadeUpdater:
 
     async def propose(self, job: UpdateInput, caller: Caller, report: UpdateReport) -> list[EditOp]:
         chat = _Chat(caller, self.role, self.max_questions, self.chat_chars)
-        walk = _Walk(job.file, chat, self, looked=job.turn.called_tools())
+        walk = _Walk(job.file, chat, self, _why_no_finding(job.turn))
         try:
             await walk.turn(job.turn.messages)
         except _Budget:
@@ -188,14 +189,12 @@ class CascadeUpdater:
 class _Walk:
     """One turn's pass over its messages, collecting decisions into a Plan."""
 
-    def __init__(self, file: str, chat: _Chat, config: CascadeUpdater, looked: bool) -> None:
+    def __init__(self, file: str, chat: _Chat, config: CascadeUpdater, no_finding: str) -> None:
         self.file, self.chat, self.config = file, chat, config
         self.plan = Plan(file)
         self.log: list[str] = []
         self.said: list[str] = []  # the user's messages so far this turn
-        # a finding is what a tool turned up: with no tool called this turn, the assistant's
-        # sentences restate memory or the user, or are its own conclusions, never findings
-        self.looked = looked
+        self.no_finding = no_finding  # why the assistant's reply can hold no finding, or ""
 
     async def turn(self, messages: list[Message]) -> None:
         for message in messages:
@@ -227,8 +226,8 @@ class _Walk:
 
     async def assistant(self, text: str) -> None:
         self.chat.show(render("cascade_assistant_message", text=text))
-        if not self.looked:
-            self.log.append("skip the assistant's message: no tool was called this turn")
+        if self.no_finding:
+            self.log.append(f"skip the assistant's message: {self.no_finding}")
             return
         goals = section_lines(self.file, "Goals") + [
             f.line for f in self.plan.adds if f.section == "Goals"
@@ -325,6 +324,17 @@ class _Walk:
         self.log.append(
             f"  add under {fact.section}" + (" (goal progress)" if fact.progress else "")
         )
+
+
+def _why_no_finding(turn: Turn) -> str:
+    """A finding is what a tool turned up. With no tool called, the assistant's sentences
+    restate memory or the user, or are its own conclusions; when every call failed, they
+    report the failure ("project X not found"), which says nothing lasting."""
+    if not turn.called_tools():
+        return "no tool was called this turn"
+    if turn.tools_all_failed():
+        return "every tool call this turn returned an error"
+    return ""
 
 
 def user_kinds(sentence: str, asked_after: bool = False) -> list[str] | str:

@@ -27,6 +27,11 @@ class Turn:
         """Whether the agent called a tool in this turn (a call, or a tool's result)."""
         return any(m.get("role") == "tool" or m.get("tool_calls") for m in self.messages)
 
+    def tools_all_failed(self) -> bool:
+        """Whether tools answered this turn and every answer was an error ({"error": ...})."""
+        results = [m.get("content") for m in self.messages if m.get("role") == "tool"]
+        return bool(results) and all(_is_error(r) for r in results)
+
     def user_messages(self) -> list[str]:
         return [str(m.get("content") or "") for m in self.messages if m.get("role") == "user"]
 
@@ -46,6 +51,15 @@ class Turn:
             elif role == "tool":
                 lines.append(f"TOOL RESULT {m.get('name') or ''}: {_compact(m.get('content'))}")
         return "\n".join(lines)
+
+
+def _is_error(content: Any) -> bool:
+    if isinstance(content, str):
+        try:
+            content = json.loads(content)
+        except ValueError:
+            return False
+    return isinstance(content, dict) and "error" in content
 
 
 def _compact(value: Any) -> str:

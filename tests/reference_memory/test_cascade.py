@@ -554,6 +554,22 @@ async def test_a_want_stated_before_the_question_it_explains_is_not_asked_about(
     assert "the context of the question or request that follows" in report.attempts[0].raw
 
 
+async def test_when_every_tool_call_failed_the_reply_reports_no_finding(
+    store: SQLiteStore,
+) -> None:
+    """ "The project poem-local does not exist." after a not-found error is no lasting fact."""
+    model = Oracle({"The project": ("finding", "")})
+    failed = tool_turn(
+        "Check poem-local.", {"error": "project not found"}, "The project does not exist."
+    )
+    report = await memory(model, store).update("dana", "acme", failed)
+    assert _kind_questions(model) == [] and report.ops == []
+    assert "every tool call this turn returned an error" in report.attempts[0].raw
+    answered = tool_turn("Check poem-local.", {"rows": 3}, "The project logged 3 spans.")
+    assert not answered.tools_all_failed()
+    assert failed.tools_all_failed()
+
+
 def test_a_turn_knows_whether_it_called_a_tool() -> None:
     assert tool_turn("Check.", {}, "Done.").called_tools()
     assert not Turn(
