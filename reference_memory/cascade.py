@@ -210,8 +210,9 @@ class _Walk:
         self.said.append(text)
         self.chat.show(render("cascade_user_message", text=text))
         pieces = sentences(text)[: self.config.max_sentences]
+        asks = [_asks(piece) for piece in pieces]
         for index, sentence in enumerate(pieces):
-            kinds = user_kinds(sentence, asked_after=_asks(pieces[index + 1 :]))
+            kinds = user_kinds(sentence, asked_after=any(asks[index + 1 :]))
             if isinstance(kinds, list):
                 kinds = self._known(sentence) or kinds
             if isinstance(kinds, str):
@@ -358,9 +359,9 @@ def user_kinds(sentence: str, asked_after: bool = False) -> list[str] | str:
     return list(USER_CHOICES)
 
 
-def _asks(pieces: list[str]) -> bool:
-    """Whether any of these sentences is a question or a request."""
-    return any(p.rstrip().endswith("?") or asks_now(p) for p in pieces)
+def _asks(sentence: str) -> bool:
+    """Whether the sentence is a question or a request."""
+    return sentence.rstrip().endswith("?") or asks_now(sentence)
 
 
 def _skip_assistant(sentence: str, said: str = "") -> str:

@@ -53,19 +53,23 @@ class Turn:
         return "\n".join(lines)
 
 
-def _is_error(content: Any) -> bool:
-    if isinstance(content, str):
+def _loaded(value: Any) -> Any:
+    """A tool result as data: a string holding JSON is parsed, any other string kept."""
+    if isinstance(value, str):
         try:
-            content = json.loads(content)
+            return json.loads(value)
         except ValueError:
-            return False
+            return value
+    return value
+
+
+def _is_error(content: Any) -> bool:
+    content = _loaded(content)
     return isinstance(content, dict) and "error" in content
 
 
 def _compact(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    loaded = _loaded(value)
+    if loaded is value and isinstance(value, str):  # not JSON: shown as it came
+        return value
+    return json.dumps(loaded, ensure_ascii=False, separators=(",", ":"))

@@ -8,6 +8,7 @@ meaning in Phoenix while the LLM span keeps the token counts Phoenix only sums f
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -57,15 +58,17 @@ class TracedModel:
         temperature: float = 0.0,
         tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
+        call = functools.partial(
+            self.inner.chat,
+            messages,
+            tools=tools,
+            schema=schema,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            tool_choice=tool_choice,
+        )
         if not self.tracing.enabled:  # nothing records: skip flattening the messages
-            return await self.inner.chat(
-                messages,
-                tools=tools,
-                schema=schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                tool_choice=tool_choice,
-            )
+            return await call()
         request = request_attributes(self.inner.name, self.role, messages, tools, schema)
         request[SA.LLM_INVOCATION_PARAMETERS] = to_json(
             _parameters(max_tokens, temperature, schema, tool_choice)
@@ -74,14 +77,7 @@ class TracedModel:
             self._step(messages) as step,
             self.tracing.span(f"llm.{self.role}", LLM, request) as span,
         ):
-            response = await self.inner.chat(
-                messages,
-                tools=tools,
-                schema=schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                tool_choice=tool_choice,
-            )
+            response = await call()
             span.set_attributes(response_attributes(response))
             if step is not None:
                 step.set_attributes(io_value("output", response.content or ""))
