@@ -31,8 +31,23 @@ _LIVE = re.compile(
     r"|most recent|latest|last \w+ (?:action|run|trace|span)s?)\b",
     re.IGNORECASE,
 )
+_FROM_MEMORY = re.compile(
+    r"\bfrom what (?:you|we|I)(?:'ve| have)? (?:already )?(?:know|knew|found|recorded|noted|have)\b"
+    r"|\bno (?:need to |new )(?:run|re-?run|open|look|check|call|pull|quer|fetch)"
+    r"|\b(?:without|don't|do not) (?:run|open|look|check|call|pull|quer|fetch)"
+    r"|\bremind me\b"
+    r"|\b(?:we|you|I)(?:'ve| have)? (?:recorded|noted|agreed on|decided)\b"
+    r"|\b(?:did|have) (?:we|you|I) (?:record|note|agree|decide)\b",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _CLAUSE = re.compile(r"[,:;.!?\n]+")
+
+
+def answers_from_memory(message: str) -> bool:
+    """Whether `message` asks to be answered from what is already known ("from what you
+    already know", "no new runs", "remind me", "what we recorded"): then no tool is offered."""
+    return bool(_FROM_MEMORY.search(message.replace("’", "'")))
 
 
 def needs_tool_first(message: str) -> bool:
@@ -84,9 +99,12 @@ class ChatAgent:
     When `tool_first(user_message)` says the message asks for an action or live data, the
     first reply must be a tool call (`tool_choice="required"`) and the next one is the answer,
     without tools: a small model otherwise answers such a message from memory, and left free
-    after a forced call it tends to repeat calls until its rounds run out. Otherwise the
-    model chooses, for up to `max_tool_rounds` rounds of calls. `tool_first=None` turns the
-    rule off."""
+    after a forced call it tends to repeat calls until its rounds run out. When
+    `from_memory(user_message)` says the user asked for an answer from what is already known,
+    no tool is offered: a small model given tools calls them anyway and answers from a live
+    number instead of the recorded one. Otherwise the model chooses, for up to
+    `max_tool_rounds` rounds of calls. `None` turns either rule off; `tool_first` wins when
+    both apply ("Make the dataset from what we already found")."""
 
     def __init__(
         self,
@@ -96,12 +114,14 @@ class ChatAgent:
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         max_tokens: int = 512,
         tool_first: Callable[[str], bool] | None = needs_tool_first,
+        from_memory: Callable[[str], bool] | None = answers_from_memory,
     ) -> None:
         self.model = model
         self.system_prompt = system_prompt or default_system_prompt()
         self.max_tool_rounds = max_tool_rounds
         self.max_tokens = max_tokens
         self.tool_first = tool_first
+        self.from_memory = from_memory
 
     async def respond(
         self,
@@ -118,7 +138,12 @@ class ChatAgent:
         result = AgentResult(messages=turn)
         specs = tools.specs()
         forced = bool(specs) and self.tool_first is not None and self.tool_first(user_message)
-        rounds = 1 if forced else self.max_tool_rounds
+        if forced:
+            rounds = 1
+        elif self.from_memory is not None and self.from_memory(user_message):
+            rounds = 0  # the only round is the answer, without tools
+        else:
+            rounds = self.max_tool_rounds
         try:
             for round_no in range(rounds + 1):
                 last_round = round_no == rounds

@@ -41,7 +41,9 @@ from reference_memory.cascade_text import (
     measures_goal,
     new_values,
     numbers,
+    one_off,
     preamble,
+    recalls,
     refetchable,
     reported,
     restates,
@@ -330,11 +332,14 @@ class _Walk:
 def _why_no_finding(turn: Turn) -> str:
     """A finding is what a tool turned up. With no tool called, the assistant's sentences
     restate memory or the user, or are its own conclusions; when every call failed, they
-    report the failure ("project X not found"), which says nothing lasting."""
+    report the failure ("project X not found"), which says nothing lasting; when the user
+    called the turn a one-off ("this time"), what it turned up is the exception's."""
     if not turn.called_tools():
         return "no tool was called this turn"
     if turn.tools_all_failed():
         return "every tool call this turn returned an error"
+    if any(one_off(text) for text in turn.user_messages()):
+        return "the user marked this turn a one-off"
     return ""
 
 
@@ -351,6 +356,8 @@ def user_kinds(sentence: str, asked_after: bool = False) -> list[str] | str:
         return "announces what follows"
     if lasting(sentence):
         return list(USER_KINDS)  # worded as a standing rule: a fact, whatever else it is
+    if one_off(sentence):
+        return "a one-off"
     if asks_now(sentence):
         return "a request"
     if asked_after and states_intent(sentence):
@@ -374,6 +381,8 @@ def _skip_assistant(sentence: str, said: str = "") -> str:
         return "about what the assistant did or chose"
     if acknowledges(sentence) or restates(sentence, said):
         return "restates what the user said"
+    if recalls(sentence):
+        return "says what memory holds"
     if reports_injection(sentence):
         return "reports text planted for an AI"
     if time_window(sentence) and not measures_goal(sentence):

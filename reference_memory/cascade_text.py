@@ -47,6 +47,18 @@ _ACK = re.compile(
     r"|^\W*(?:yes|no|right|correct|exactly|done|agreed)\b\s*[,.:;!]",
     re.IGNORECASE,
 )
+_RECALLS = re.compile(
+    r"\b(?:we|you|I)(?:'ve|'d|\s+have|\s+had)?\s+(?:already\s+)?"
+    r"(?:recorded|noted|saved|stored|agreed|decided|wrote down|written down)\b"
+    r"|\b(?:on record|in (?:the )?memory|as (?:recorded|noted))\b",
+    re.IGNORECASE,
+)
+_ONE_OFF = re.compile(
+    r"\b(?:(?:just |only )?this (?:time(?!\s+(?:last|next|of|tomorrow|yesterday)\b)|once)"
+    r"|just (?:this )?once|one-?off"
+    r"|I'?m (?:just )?(?:testing|trying out|experimenting)|just (?:testing|experimenting))\b",
+    re.IGNORECASE,
+)
 _WINDOW = re.compile(
     r"\b(?:today|tonight|yesterday|overnight|so far|right now|currently|as of|"
     r"this (?:week|month|morning|afternoon|quarter)|"
@@ -165,6 +177,20 @@ def time_window(sentence: str) -> bool:
     """True when the sentence is about a time window ("today", "last 7 days", "as of"): its
     numbers are live and a tool can fetch them again."""
     return bool(_WINDOW.search(sentence))
+
+
+def recalls(sentence: str) -> bool:
+    """True when the sentence says what was recorded or agreed ("the checkpoint we recorded
+    was…"): a claim about memory, not something a tool turned up."""
+    return bool(_RECALLS.search(sentence.replace("’", "'")))
+
+
+def one_off(message: str) -> bool:
+    """True when the user marks the turn as an exception ("this time", "just once", "I'm
+    testing a new prompt"), unless the message also words a standing rule: what it turns up
+    is not the project's state."""
+    text = message.replace("’", "'")
+    return bool(_ONE_OFF.search(text)) and not lasting(text)
 
 
 def measures_goal(sentence: str) -> bool:

@@ -1,5 +1,6 @@
 """The built-in agent: a message that asks for an action or live data gets a tool call
-first, then an answer; anything else leaves the model free to call or answer."""
+first, then an answer; one that asks for an answer from what is already known gets no tools;
+anything else leaves the model free to call or answer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memeval.agent import ChatAgent, needs_tool_first
+from memeval.agent import ChatAgent, answers_from_memory, needs_tool_first
 from memeval.models.base import ChatResponse, ToolCall
 from memeval.models.fake import FakeModel
 from memeval.models.scripted import ScriptedModel
@@ -121,3 +122,64 @@ async def test_the_fake_model_honours_a_required_call() -> None:
     assert [c.name for c in result.tool_calls] == ["count_spans"]
     assert isinstance(result.tool_calls[0].arguments["project"], str)
     assert result.answer.startswith("[fake reply")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Is that a regression? Tell me from what you already know; no need to open the config.",
+        "Which field holds the verdict? Answer from what we already found.",
+        "What was the last checkpoint we recorded, and how far is it from the goal?",
+        "Draft the Friday update from what we've recorded so far; no new runs.",
+        "Remind me: who signs off the launch?",
+        "Without running anything, which judge do we use?",
+        "What did we decide about the reranker?",
+    ],
+)
+def test_questions_asked_of_what_is_known_are_recognised(message: str) -> None:
+    assert answers_from_memory(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Who signs off the launch?",
+        "How many spans did checkout-bot log today?",
+        "The recorder service is down. What now?",
+        "Make a dataset of 40 failing traces.",
+    ],
+)
+def test_other_messages_keep_their_tools(message: str) -> None:
+    assert not answers_from_memory(message)
+
+
+async def test_a_question_of_what_we_recorded_is_answered_without_tools() -> None:
+    model = ScriptedModel(["9.1%, a point above the goal."])
+    result = await ChatAgent(model).respond(
+        history=[],
+        user_message="What was the last checkpoint we recorded?",
+        memory="- 9.1% checkpoint",
+        tools=TOOLS,
+    )
+    assert result.answer == "9.1%, a point above the goal." and not result.tool_calls
+    (only,) = model.requests
+    assert only.tools is None and only.tool_choice == "auto"
+    free = ScriptedModel([_call(), "Recorded: 9.1%."])
+    await ChatAgent(free, from_memory=None).respond(
+        history=[],
+        user_message="What was the last checkpoint we recorded?",
+        memory=None,
+        tools=TOOLS,
+    )
+    assert [bool(r.tools) for r in free.requests] == [True, True]
+
+
+async def test_an_action_on_what_we_found_is_still_a_tool_call_first() -> None:
+    model = ScriptedModel([_call(), "Made it."])
+    await ChatAgent(model).respond(
+        history=[],
+        user_message="Make the dataset from what we already found.",
+        memory=None,
+        tools=TOOLS,
+    )
+    assert [r.tool_choice for r in model.requests] == ["required", "auto"]

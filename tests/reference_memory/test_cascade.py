@@ -20,7 +20,15 @@ from reference_memory.cascade import (
     user_kinds,
 )
 from reference_memory.cascade_place import Fact, Plan
-from reference_memory.cascade_text import faithful, lasting, refetchable, reported, sentences
+from reference_memory.cascade_text import (
+    faithful,
+    lasting,
+    one_off,
+    recalls,
+    refetchable,
+    reported,
+    sentences,
+)
 from reference_memory.safety_checklist import ChecklistSafety
 from reference_memory.strategies import safety_by_name, updater_by_name
 
@@ -568,6 +576,62 @@ async def test_when_every_tool_call_failed_the_reply_reports_no_finding(
     answered = tool_turn("Check poem-local.", {"rows": 3}, "The project logged 3 spans.")
     assert not answered.tools_all_failed()
     assert failed.tools_all_failed()
+
+
+async def test_a_turn_the_user_calls_a_one_off_records_neither_the_request_nor_the_finding(
+    store: SQLiteStore,
+) -> None:
+    """ "Run it on the critique spans this time; I'm testing a new prompt": the run's rate is
+    the exception's, not the project's state, and the exception is no convention."""
+    model = Oracle({"The critique": ("progress", ""), "Run the": ("rule", "")})
+    said = "Run the hallucination eval on the critique spans this time; I'm testing a new prompt."
+    turn = tool_turn(said, {"rate": 0.175}, "The critique spans hallucinate at a rate of 0.175.")
+    report = await memory(model, store).update("dana", "acme", turn)
+    assert _kind_questions(model) == [] and report.ops == []
+    assert "the user marked this turn a one-off" in report.attempts[0].raw
+    assert "a one-off" in report.attempts[0].raw
+    usual = tool_turn(
+        "Run the hallucination eval on the critique spans.",
+        {"rate": 0.175},
+        "The critique spans hallucinate at a rate of 0.175.",
+    )
+    model = Oracle({"The critique": ("finding", "")})
+    kept = await memory(model, store).update("dana", "acme", usual)
+    assert [op["text"] for op in kept.ops] == [
+        "- The critique spans hallucinate at a rate of 0.175."
+    ]
+
+
+def test_a_one_off_worded_with_a_standing_rule_is_a_rule() -> None:
+    assert one_off("Use Berlin time just this once.")
+    assert one_off("I'm testing a new critique prompt.")
+    assert one_off("Make it a one-off run on ten rows.")
+    assert not one_off("From now on, use Berlin time, not just this once.")
+    assert not one_off("Run the eval on the summarize spans.")
+    assert not one_off("Last time the run took an hour.")
+    assert not one_off("Compare the rate with this time last year.")
+    assert user_kinds("From now on, report in Berlin time, not just this once.") == list(USER_KINDS)
+
+
+async def test_a_reply_that_says_what_we_recorded_is_not_a_finding(store: SQLiteStore) -> None:
+    """After an unasked lookup the agent wrote "The last checkpoint we recorded was 0.089": a
+    claim about memory, which a live number must not become."""
+    model = Oracle({"The last": ("finding", ""), "Rejections": ("finding", "")})
+    reply = (
+        "The last rejection-rate checkpoint we recorded was 0.089, and it is 1.0% away from "
+        "the goal. Rejections come mostly from the billing tool."
+    )
+    turn = tool_turn("What was the last checkpoint we recorded?", {"rate": 0.089}, reply)
+    report = await memory(model, store).update("dana", "acme", turn)
+    assert _kind_questions(model) == ["Rejections come mostly from the billing tool."]
+    assert "says what memory holds" in report.attempts[0].raw
+    for said in (
+        "As noted, the judge is gpt-4.1.",
+        "You've already recorded the 9.1% checkpoint.",
+        "The goal we agreed on is under 8%.",
+    ):
+        assert recalls(said), said
+    assert not recalls("The recorder service logged 812 spans.")
 
 
 def test_a_turn_knows_whether_it_called_a_tool() -> None:
