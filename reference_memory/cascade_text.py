@@ -50,7 +50,7 @@ _ACK = re.compile(
 _RECALLS = re.compile(
     r"\b(?:we|you|I)(?:'ve|'d|\s+have|\s+had)?\s+(?:already\s+)?"
     r"(?:recorded|noted|saved|stored|agreed|decided|wrote down|written down)\b"
-    r"|\b(?:on record|in (?:the )?memory|as (?:recorded|noted))\b",
+    r"|\b(?:on record|in (?:my|your|our) memory|in the memory file|as (?:recorded|noted))\b",
     re.IGNORECASE,
 )
 _ONE_OFF = re.compile(

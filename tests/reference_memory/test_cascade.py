@@ -632,6 +632,8 @@ async def test_a_reply_that_says_what_we_recorded_is_not_a_finding(store: SQLite
     ):
         assert recalls(said), said
     assert not recalls("The recorder service logged 812 spans.")
+    assert not recalls("The reranker keeps its index in memory on each replica.")
+    assert recalls("In our memory file the judge is gpt-4.1.")
 
 
 def test_a_turn_knows_whether_it_called_a_tool() -> None:
