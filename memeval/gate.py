@@ -98,6 +98,12 @@ class CheckPair:
         b = self.base
         return b.graded > 0 and b.passed == b.graded and self.run.passed < self.run.graded
 
+    @property
+    def fixed(self) -> bool:
+        """Failed in every baseline repeat, passed in every one of the run's."""
+        b, r = self.base, self.run
+        return b.graded > 0 and b.passed == 0 and r.graded > 0 and r.passed == r.graded
+
     def stratum(self) -> Stratum:
         return Stratum(self.base.passed, self.base.graded, self.run.passed, self.run.graded)
 
@@ -116,6 +122,7 @@ class Delta:
     p_check: float | None = None  # the check-level test's p (independent checks assumed)
     p_repeat: float | None = None  # the repeat-level test's p (exact under any dependence)
     broken: list[str] = field(default_factory=list)  # stable in the baseline, failing now
+    fixed: list[str] = field(default_factory=list)  # failing in the baseline, passing now
 
 
 @dataclass(frozen=True)
@@ -290,9 +297,8 @@ def judge(
     delta.change = f"{-drop:+.1%}" if abs(drop) > 1e-12 else "0"
     if base.total * run_repeats != cur.total * base_repeats:
         delta.note = "the checks differ: rates compared"
-    delta.broken = [
-        f"{p.base.label} {p.base.history()} → {p.run.history()}" for p in pairs or [] if p.broken
-    ]
+    delta.broken = [_change(p) for p in pairs or [] if p.broken]
+    delta.fixed = [_change(p) for p in pairs or [] if p.fixed]
     dropped = drop > config.max_drop + 1e-12
     if not repeated:
         delta.test = "strict"
@@ -336,6 +342,10 @@ def repeat_scores(pairs: list[CheckPair]) -> tuple[list[int], list[int]]:
         return [sum(h.outcomes[r] in PASSING for h in histories) for r in range(repeats)]
 
     return per_repeat([p.base for p in pairs]), per_repeat([p.run for p in pairs])
+
+
+def _change(pair: CheckPair) -> str:
+    return f"{pair.base.label} {pair.base.history()} → {pair.run.history()}"
 
 
 def _floor(repeats: tuple[int, int]) -> str:

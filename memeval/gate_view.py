@@ -42,10 +42,11 @@ def gate_table(report: GateReport) -> Table:
 
 def detail_lines(report: GateReport) -> list[str]:
     """For each gated metric with something to say: the test, the notes, the checks that
-    failed after passing in every baseline repeat."""
+    failed after passing in every baseline repeat and those that pass after failing in every
+    one."""
     lines = []
     for d in report.deltas:
-        if d.status == "info" or not (d.note or d.broken or d.status == "regression"):
+        if d.status == "info" or not (d.note or d.broken or d.fixed or d.status == "regression"):
             continue
         parts: list[str] = [d.status]
         if d.test is not None:
@@ -61,6 +62,8 @@ def detail_lines(report: GateReport) -> list[str]:
             parts.append(d.note)
         if d.broken:
             parts.append("newly failing: " + names(d.broken))
+        if d.fixed:
+            parts.append("newly passing: " + names(d.fixed))
         lines.append(f"{d.scenario} {d.metric}: " + "; ".join(parts))
     return lines
 

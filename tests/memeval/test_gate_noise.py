@@ -113,6 +113,29 @@ def test_one_repeat_on_both_sides_is_strict(tmp_path: Path) -> None:
     assert regression.broken == ["q1 question pass → fail"]
 
 
+def test_checks_that_changed_are_named_both_ways(tmp_path: Path) -> None:
+    """Equal rates can hide a swap: one check fixed, another broken. Both are named."""
+    base = graded(tmp_path / "base", {"q0": "P", "q1": "F", "q2": "P"})
+    run = graded(tmp_path / "run", {"q0": "P", "q1": "P", "q2": "F"})
+    [delta] = [
+        d for d in check_gate(load_results(run), base).deltas if d.metric == "memory_dependent"
+    ]
+    assert delta.status == "ok" and delta.change == "0"
+    assert delta.fixed == ["q1 question fail → pass"]
+    assert delta.broken == ["q2 question pass → fail"]
+    code, out, _ = gate(run, "--baseline", base)
+    assert code == 0
+    assert "newly passing: q1 question fail → pass" in out
+    assert "newly failing: q2 question pass → fail" in out
+    # with repeats: fixed only when it failed every baseline repeat and passes every run repeat
+    base = graded(tmp_path / "base5", {"q0": "FFFFF", "q1": "FPFFF", "q2": "FFFFF"})
+    run = graded(tmp_path / "run3", {"q0": "PPP", "q1": "PPP", "q2": "PPF"})
+    [delta] = [
+        d for d in check_gate(load_results(run), base).deltas if d.metric == "memory_dependent"
+    ]
+    assert delta.status == "improved" and delta.fixed == ["q0 question 0/5 pass → 3/3 pass"]
+
+
 def test_an_old_baseline_file_is_read_and_says_what_it_lacks(tmp_path: Path) -> None:
     # the committed baseline as it was written before checks, fingerprints and health
     data = json.loads((ROOT / "ci" / "memeval-baseline.json").read_text(encoding="utf-8"))
