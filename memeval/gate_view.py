@@ -60,20 +60,25 @@ def detail_lines(report: GateReport) -> list[str]:
             parts.append(test)
         if d.note:
             parts.append(d.note)
-        if d.broken:
-            parts.append("newly failing: " + names(d.broken))
-        if d.fixed:
-            parts.append("newly passing: " + names(d.fixed))
+        parts += check_changes(d)
         lines.append(f"{d.scenario} {d.metric}: " + "; ".join(parts))
     return lines
 
 
 def status_text(d: Delta) -> str:
     """The status with its notes, in one line (JUnit messages)."""
-    notes = [d.note] if d.note else []
-    if d.broken:
-        notes.append("newly failing: " + names(d.broken))
+    notes = ([d.note] if d.note else []) + check_changes(d)
     return d.status + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def check_changes(d: Delta) -> list[str]:
+    """The checks that changed under the metric: "newly failing: …", "newly passing: …"."""
+    changes = []
+    if d.broken:
+        changes.append("newly failing: " + names(d.broken))
+    if d.fixed:
+        changes.append("newly passing: " + names(d.fixed))
+    return changes
 
 
 def names(items: list[str], limit: int = 4) -> str:

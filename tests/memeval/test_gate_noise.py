@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from memeval.baseline import Baseline, CheckHistory, load_baseline
 from memeval.cli import app
 from memeval.gate import GateConfig, check_gate, compare_checks
+from memeval.gate_view import status_text
 from memeval.resample import metrics_from_checks, resample
 from memeval.rundir.record import read_run
 from memeval.rundir.record import write_run as save_info
@@ -127,6 +128,9 @@ def test_checks_that_changed_are_named_both_ways(tmp_path: Path) -> None:
     assert code == 0
     assert "newly passing: q1 question fail → pass" in out
     assert "newly failing: q2 question pass → fail" in out
+    assert status_text(delta) == (
+        "ok (newly failing: q2 question pass → fail; newly passing: q1 question fail → pass)"
+    )
     # with repeats: fixed only when it failed every baseline repeat and passes every run repeat
     base = graded(tmp_path / "base5", {"q0": "FFFFF", "q1": "FPFFF", "q2": "FFFFF"})
     run = graded(tmp_path / "run3", {"q0": "PPP", "q1": "PPP", "q2": "PPF"})
