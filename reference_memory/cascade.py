@@ -25,23 +25,37 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from reference_memory.calls import Caller, ModelCallError
-from reference_memory.cascade_place import Fact, Plan, bullets, duplicate_of, related, section_lines
+from reference_memory.cascade_place import (
+    Fact,
+    Plan,
+    bullets,
+    duplicate_of,
+    related,
+    section_lines,
+    under_other_subsection,
+)
 from reference_memory.cascade_text import (
+    TITLE_WORDS,
     acknowledges,
     asks_now,
     clean_fact,
+    clean_title,
     faithful,
     first_person,
+    goal_title,
     keeps,
     lasting,
     measures_goal,
+    names_when,
     new_values,
     numbers,
     one_off,
+    overlap,
     preamble,
     recalls,
     refetchable,
@@ -82,6 +96,7 @@ come first: offered last, the 1.5B model almost never picked them (held-in sente
 right with them last, 18 of 24 first)."""
 RELATIONS = ("different", "same", "update")
 FACT_CHARS = 200
+TITLE_SHARE = 0.75  # of a goal heading's words, found in the user's message
 SENTENCE_CHARS = 400  # a sentence kept as it stands may be longer than a rewritten fact
 
 
@@ -98,6 +113,12 @@ FACT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"fact": {"type": "string", "minLength": 3, "maxLength": FACT_CHARS}},
     "required": ["fact"],
+    "additionalProperties": False,
+}
+TITLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"title": {"type": "string", "minLength": 3, "maxLength": 60}},
+    "required": ["title"],
     "additionalProperties": False,
 }
 
@@ -196,20 +217,24 @@ class _Walk:
         self.plan = Plan(file)
         self.log: list[str] = []
         self.said: list[str] = []  # the user's messages so far this turn
+        self.found: list[str] = []  # tool results so far (read by code, never shown)
         self.no_finding = no_finding  # why the assistant's reply can hold no finding, or ""
 
     async def turn(self, messages: list[Message]) -> None:
         for message in messages:
             text = _text(message.get("content"))
             if not text.strip():
-                continue  # tool calls without text; tool results are never shown
-            if message.get("role") == "user":
+                continue  # tool calls without text
+            if message.get("role") == "tool":
+                self.found.append(text)  # never shown to the model
+            elif message.get("role") == "user":
                 await self.user(text)
             elif message.get("role") == "assistant":
                 await self.assistant(text)
 
     async def user(self, text: str) -> None:
         self.said.append(text)
+        self.plan.context = "\n".join(self.said)
         self.chat.show(render("cascade_user_message", text=text))
         pieces = sentences(text)[: self.config.max_sentences]
         asks = [_asks(piece) for piece in pieces]
@@ -238,7 +263,8 @@ class _Walk:
         kinds = [k for k in ASSISTANT_CHOICES if goals or k != "progress"]
         for piece in sentences(text)[: self.config.max_sentences]:
             sentence = reported(piece)  # "I checked X: <finding>" -> the finding
-            why = _skip_assistant(sentence, "\n".join(self.said)) or self._known(sentence)
+            why = _skip_assistant(sentence, "\n".join(self.said), "\n".join(self.found))
+            why = why or self._known(sentence)
             if why:
                 self.log.append(f"skip {sentence[:60]!r}: {why}")
                 continue
@@ -278,7 +304,7 @@ class _Walk:
             self.chat.failures.append(f"{field} for {sentence[:40]!r}: {exc.reason}")
             self.log.append(f"{sentence[:60]!r}: {field} failed: {exc.reason}")
             return ""
-        if field != "fact":
+        if field not in ("fact", "title"):
             self.log.append(f"{sentence[:60]!r}: {field}={answer}")
         return answer
 
@@ -306,8 +332,13 @@ class _Walk:
         # a user's new standing rule may supersede a line wherever it sits (the model's kind
         # for it, and so its section, is the least reliable answer a small model gives)
         anywhere = fact.user and lasting(sentence)
+        heard = "\n".join([*self.said, fact.text])
         for line in related(fact, self.file, anywhere=anywhere):
             if line in replaced:
+                continue
+            if under_other_subsection(self.file, line, heard):
+                # "get it under 8%" said about one project is no new value of another's goal
+                self.log.append(f"  not compared with {line!r}: its subsection is not named")
                 continue
             prompt = render("cascade_compare", line=line, fact=fact.line)
             relation = await self._ask(sentence, prompt, _choice("relation", RELATIONS))
@@ -323,10 +354,32 @@ class _Walk:
                 self.log.append(f"  replace {line!r}")
                 self.plan.replaces.append((line, fact))
                 return
+        if fact.user and fact.section == "Goals" and not fact.progress and numbers(fact.text):
+            # a goal with a target (a goal without one is more often a misfiled rule)
+            fact = replace(fact, title=await self._title(sentence))
         self.plan.adds.append(fact)
         self.log.append(
-            f"  add under {fact.section}" + (" (goal progress)" if fact.progress else "")
+            f"  add under {fact.section}"
+            + (" (goal progress)" if fact.progress else "")
+            + (f" as '### {fact.title}'" if fact.title else "")
         )
+
+    async def _title(self, sentence: str) -> str:
+        """A new goal's `### ` heading: the model's, when it is short, says it in the user's
+        words (three in four of its words are the message's) and invents no number or name;
+        else made from the goal's own words."""
+        message = self.said[-1] if self.said else sentence
+        raw = clean_title(await self._ask(sentence, render("cascade_title"), TITLE_SCHEMA))
+        if (
+            2 <= word_count(raw) <= TITLE_WORDS
+            and faithful(raw, message)
+            and overlap(raw, message)[1] >= TITLE_SHARE
+        ):
+            self.log.append(f"  title: {raw!r}")
+            return raw
+        fallback = goal_title(strip_lead(sentence))
+        self.log.append(f"  title: {fallback!r} (from the goal; model wrote {raw!r})")
+        return fallback
 
 
 def _why_no_finding(turn: Turn) -> str:
@@ -371,8 +424,9 @@ def _asks(sentence: str) -> bool:
     return sentence.rstrip().endswith("?") or asks_now(sentence)
 
 
-def _skip_assistant(sentence: str, said: str = "") -> str:
-    """Why a sentence of the assistant is not asked about ("" when it is)."""
+def _skip_assistant(sentence: str, said: str = "", found: str = "") -> str:
+    """Why a sentence of the assistant is not asked about ("" when it is). `said`: the user's
+    words this turn; `found`: the turn's tool results."""
     if word_count(sentence) < 5:
         return "too short"
     if unfinished(sentence):
@@ -389,6 +443,9 @@ def _skip_assistant(sentence: str, said: str = "") -> str:
         return "live numbers for a time window"
     if shows_examples(sentence):
         return "shows examples"
+    if names_when(sentence) and not names_when(found) and not names_when(said):
+        # a small model asked "when" answers with a time even when its tools gave none
+        return "a time or date that no tool result or user message gives"
     return ""
 
 

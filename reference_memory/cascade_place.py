@@ -1,17 +1,18 @@
 """Where a `cascade` fact goes in the file, and the edit operations that put it there.
 
-Code, not the model, picks every anchor: a new line goes at the end of its section (a goal
-checkpoint right after the goal it measures), a changed value replaces its old line. Anchors
-are lines of the file as it was before the turn, so blocking one operation at the safety gate
-never strands another.
+Code, not the model, picks every anchor: a new line goes at the end of its section (at the end
+of the `### ` subsection the conversation names, when the section has them; a goal checkpoint
+right after the goal it measures), a new goal opens a `### ` subsection of its own, a changed
+value replaces its old line. Anchors are lines of the file as it was before the turn, so
+blocking one operation at the safety gate never strands another.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reference_memory.cascade_text import numbers, overlap
-from reference_memory.document import USER_TAG, count, is_bullet, section
+from reference_memory.cascade_text import numbers, overlap, words
+from reference_memory.document import USER_TAG, count, heading_level, is_bullet, section
 from reference_memory.edits import EditError, EditOp
 from reference_memory.updater import check_batch
 
@@ -32,6 +33,7 @@ class Fact:
     user: bool
     section: str
     progress: bool = False  # a result measured against a goal: goes under that goal
+    title: str = ""  # a new goal's `### ` heading, added with it
 
     @property
     def line(self) -> str:
@@ -89,26 +91,106 @@ def end_anchor(file: str, title: str, avoid: set[str]) -> str | None:
     return heading if _usable(file, heading, avoid) else None
 
 
+def _last_usable(file: str, lines: list[str], avoid: set[str]) -> str | None:
+    return next((line for line in reversed(lines) if _usable(file, line, avoid)), None)
+
+
+def goal_blocks(file: str) -> list[list[str]]:
+    """The goals of the Goals section, each as its lines: a `### ` heading and what follows it,
+    or (before the first heading) a `[user]` line and the checkpoints under it."""
+    blocks: list[list[str]] = []
+    headed = False
+    for line in section_lines(file, "Goals"):
+        starts = heading_level(line) == 3 or (not headed and USER_TAG in line)
+        headed = headed or heading_level(line) == 3
+        if starts or not blocks:
+            blocks.append([line])
+        else:
+            blocks[-1].append(line)
+    return blocks
+
+
 def goal_anchor(file: str, fact: str, avoid: set[str]) -> str | None:
-    """The last line of the goal block that `fact` measures (best word overlap), so checkpoints
-    stay in order under their goal; the end of Goals when no goal matches."""
-    lines = section_lines(file, "Goals")
-    best, best_shared = -1, 0
-    for i, line in enumerate(lines):
-        shared, _ = overlap(fact, line)
+    """The last line of the goal that `fact` measures (the block holding the line of best word
+    overlap), so checkpoints stay in order under their goal; the end of Goals when no goal
+    matches."""
+    best: list[str] = []
+    best_shared = 0
+    for block in goal_blocks(file):
+        shared = max(overlap(fact, line)[0] for line in block)
         if shared > best_shared:
-            best, best_shared = i, shared
-    if best < 0:
-        return end_anchor(file, "Goals", avoid)
-    end = best
-    for j in range(best + 1, len(lines)):
-        if lines[j].startswith("#") or USER_TAG in lines[j]:
-            break
-        end = j
-    for line in reversed(lines[best : end + 1]):
-        if _usable(file, line, avoid):
-            return line
-    return end_anchor(file, "Goals", avoid)
+            best, best_shared = block, shared
+    return _last_usable(file, best, avoid) or end_anchor(file, "Goals", avoid)
+
+
+def subsections(file: str, title: str) -> list[tuple[str, list[str]]]:
+    """The `### ` subsections of a `## ` section: (heading line, its non-blank lines)."""
+    out: list[tuple[str, list[str]]] = []
+    for line in section_lines(file, title):
+        if heading_level(line) == 3:
+            out.append((line, []))
+        elif out:
+            out[-1][1].append(line)
+    return out
+
+
+def _naming_words(headings: list[str]) -> list[set[str]]:
+    """Per heading, its words no other heading has ("Book agent: hallucination under 10%" and
+    "Assistant: rejection rate under 8%" share nothing that tells them apart but their
+    subjects); words with digits (targets, quarters) never name a subject."""
+    sets = [
+        {w for w in words(h.lstrip("#")) if len(w) > 2 and not any(c.isdigit() for c in w)}
+        for h in headings
+    ]
+    return [mine - set().union(*sets[:i], *sets[i + 1 :]) for i, mine in enumerate(sets)]
+
+
+def named_subsection(file: str, title: str, text: str) -> str | None:
+    """The heading of the one `### ` subsection of `title` that `text` names (a word of its
+    heading that no sibling heading has), or None when none or several are named."""
+    found = subsections(file, title)
+    heard = set(words(text))
+    named = [
+        heading
+        for (heading, _), own in zip(found, _naming_words([h for h, _ in found]), strict=True)
+        if own & heard
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def under_other_subsection(file: str, line: str, text: str) -> bool:
+    """True when `line` sits in a `### ` subsection that `text` does not name while it names
+    nothing, or names another: a fact from that conversation is about something else."""
+    heading = heading_above(file, line)
+    if heading is None:
+        return False
+    title = section_title_above(file, line)
+    found = subsections(file, title) if title else []
+    own = dict(zip([h for h, _ in found], _naming_words([h for h, _ in found]), strict=True))
+    return bool(own.get(heading)) and not own[heading] & set(words(text))
+
+
+def heading_above(file: str, line: str) -> str | None:
+    """The `### ` heading of the subsection holding `line` (None: not in one)."""
+    current = None
+    for candidate in file.splitlines():
+        level = heading_level(candidate)
+        if level:
+            current = candidate if level == 3 else None
+        elif candidate == line:
+            return current
+    return None
+
+
+def section_title_above(file: str, line: str) -> str | None:
+    """The title of the `## ` section holding `line`."""
+    current = None
+    for candidate in file.splitlines():
+        if heading_level(candidate) == 2:
+            current = candidate[3:].strip()
+        elif candidate == line:
+            return current
+    return None
 
 
 @dataclass
@@ -120,30 +202,74 @@ class Plan:
     adds: list[Fact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    context: str = ""  # what the user said this turn: names the subsection a fact belongs to
+    _sections: dict[str, str] = field(default_factory=dict)  # add text -> its section
+
     def lines(self) -> list[str]:
         """Lines this plan will bring in (to catch a duplicate within the same turn)."""
         return [fact.line for _, fact in self.replaces] + [fact.line for fact in self.adds]
 
     def ops(self) -> list[EditOp]:
         """Replacements first, then adds grouped by anchor (reversed, so each group ends up in
-        the order the facts came); an op that still will not apply is re-anchored on its
-        section heading, then dropped with a note."""
+        the order the facts came, a new subsection after the lines that join the one above
+        it); an op that still will not apply is re-anchored on its section heading, then
+        dropped with a note."""
         replaced = {old for old, _ in self.replaces}
         ops = [EditOp.replace(old, fact.line) for old, fact in self.replaces]
-        groups: dict[str, list[Fact]] = {}
-        for fact in self.adds:
+        under = self._checkpoints_of_new_goals()
+        routed = {i for checkpoints in under.values() for i in checkpoints}
+        plain: dict[str, list[str]] = {}
+        opening: dict[str, list[str]] = {}
+        self._sections.clear()
+        for i, fact in enumerate(self.adds):
+            if i in routed:
+                continue
             anchor = self._anchor(fact, replaced)
             if anchor is None:
                 self.notes.append(f"no place for {fact.line!r}: section {fact.section!r} missing")
                 continue
-            groups.setdefault(anchor, []).append(fact)
-        for anchor, facts in groups.items():
-            ops.extend(EditOp.add(anchor, fact.line) for fact in reversed(facts))
+            lines = [fact.line] + [self.adds[j].line for j in under.get(i, [])]
+            opens = bool(fact.title) and self._heading(fact) is None
+            text = "\n".join([f"### {fact.title}"] * opens + lines)
+            (opening if opens else plain).setdefault(anchor, []).append(text)
+            self._sections[text] = fact.section
+        for anchor in dict.fromkeys([*plain, *opening]):
+            texts = plain.get(anchor, []) + opening.get(anchor, [])
+            ops.extend(EditOp.add(anchor, text) for text in reversed(texts))
         return self._repair(ops)
+
+    def _checkpoints_of_new_goals(self) -> dict[int, list[int]]:
+        """Lines that join a new goal's subsection, by the index of the goal: a checkpoint
+        reported on the turn that states a new goal is measured against it, and a later goal
+        of the turn given the same title belongs under the same heading."""
+        out: dict[int, list[int]] = {}
+        titles: dict[str, int] = {}
+        goal: int | None = None
+        for i, fact in enumerate(self.adds):
+            if fact.title and fact.section == "Goals":
+                first = titles.setdefault(fact.title.casefold(), i)
+                if first != i:
+                    out.setdefault(first, []).append(i)
+                goal = first
+            elif fact.progress and goal is not None:
+                out.setdefault(goal, []).append(i)
+        return out
+
+    def _heading(self, fact: Fact) -> str | None:
+        """The existing heading a new goal's title repeats (its line goes under it)."""
+        wanted = f"### {fact.title}".casefold()
+        found = subsections(self.file, fact.section) if fact.title else []
+        return next((h for h, _ in found if h.casefold() == wanted), None)
 
     def _anchor(self, fact: Fact, replaced: set[str]) -> str | None:
         if fact.progress:
             return goal_anchor(self.file, fact.text, replaced)
+        heading = self._heading(fact)
+        if heading is None and not fact.title:
+            heading = named_subsection(self.file, fact.section, self.context + "\n" + fact.text)
+        if heading is not None:
+            lines = dict(subsections(self.file, fact.section))[heading]
+            return _last_usable(self.file, [heading, *lines], replaced)
         return end_anchor(self.file, fact.section, replaced)
 
     def _repair(self, ops: list[EditOp]) -> list[EditOp]:
@@ -164,8 +290,8 @@ class Plan:
     def _reanchored(self, op: EditOp) -> EditOp | None:
         if op.op != "add":
             return None
-        fact = next((f for f in self.adds if f.line == op.text), None)
-        heading = f"## {fact.section}" if fact else None
+        title = self._sections.get(op.text)
+        heading = f"## {title}" if title else None
         if heading and count(self.file, heading) == 1 and op.anchor != heading:
             return EditOp.add(heading, op.text)
         return None

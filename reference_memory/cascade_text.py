@@ -284,3 +284,41 @@ def keeps(fact: str, sentence: str) -> bool:
     # hyphenated words ("heads-up", "one-page") may go; names with digits or _ . # may not
     strong = [name for name in names(sentence) if re.search(r"[\d_.#]", name)]
     return all(name in fact_lower for name in strong)
+
+
+_GOAL_LEAD = re.compile(
+    r"^(?:(?:our|my|the|a|one)\s+(?:main\s+|big\s+)?(?:goal|target|aim|objective)\s*(?:is|:)\s*"
+    r"(?:to\s+)?|(?:we|i)\s+(?:want|need|aim|plan)\s+to\s+)",
+    re.IGNORECASE,
+)
+TITLE_WORDS = 10
+
+
+def clean_title(text: str) -> str:
+    """A heading's text on one line: no `#`, quotes or closing full stop."""
+    title = " ".join(str(text).split()).lstrip("#").strip().strip("\"'*").strip()
+    return title.rstrip(".").strip()
+
+
+def goal_title(fact: str) -> str:
+    """A heading made from a goal's own words when the model gives no usable one: the goal
+    without its lead-in ("Our goal is to"), up to its first clause break, ten words at most."""
+    text = _GOAL_LEAD.sub("", clean_title(fact))
+    text = re.split(r"[;:]\s|\s[-\u2013\u2014]\s|[.!?]\s", text)[0].rstrip(" .,")
+    tokens = text.split()
+    title = " ".join(tokens[:TITLE_WORDS]) + ("\u2026" if len(tokens) > TITLE_WORDS else "")
+    return title[:1].upper() + title[1:]
+
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_WHEN = re.compile(
+    r"\b\d{1,2}:\d{2}\b|\b\d{1,2} ?[ap]\.?m\b\.?|\b\d{4}-\d{2}-\d{2}"
+    rf"|\b{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {_MONTH}(?!\w)",
+    re.IGNORECASE,
+)
+
+
+def names_when(text: str) -> bool:
+    """Whether the text names a clock time or a calendar date ("09:14", "9am", "2025-06-18",
+    "August 15th", "3 Jun")."""
+    return bool(_WHEN.search(text or ""))

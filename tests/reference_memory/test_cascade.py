@@ -23,6 +23,7 @@ from reference_memory.cascade_place import Fact, Plan
 from reference_memory.cascade_text import (
     faithful,
     lasting,
+    names_when,
     one_off,
     recalls,
     refetchable,
@@ -47,6 +48,7 @@ class Oracle:
     labels: Mapping[str, Label] = field(default_factory=dict)
     relations: Mapping[str, str] = field(default_factory=dict)
     fail_on: str = ""  # a sentence prefix whose questions raise
+    titles: Mapping[str, str] = field(default_factory=dict)  # sentence prefix -> goal heading
     name: str = "oracle"
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
     _current: str = ""
@@ -79,6 +81,9 @@ class Oracle:
             return {"kind": (never or kept_only)[0]}
         if prompt.startswith("Write it as one short memory line"):
             return {"fact": label[1] if label else self._current}
+        if prompt.startswith("This goal gets its own heading"):
+            title = next((v for k, v in self.titles.items() if self._current.startswith(k)), "")
+            return {"title": title}
         line = _LINE.search(prompt)
         if line:
             old = line.group(1)
@@ -216,6 +221,7 @@ async def test_refetchable_and_unfaithful_facts(store: SQLiteStore) -> None:
     )
     # the id is dropped; the invented 0.95 falls back to the user's own sentence
     assert [op["text"] for op in report.ops] == [
+        "### The launch bar is a hit rate of 0.90 on…\n"  # a new goal opens its subsection
         "- [user] The launch bar is a hit rate of 0.90 on the set."
     ]
     assert "re-fetchable" in report.attempts[0].raw
@@ -452,6 +458,25 @@ def test_assistant_sentences_that_are_asked() -> None:
         "Evaluator sentinel flags summarize spans slower than 8 seconds.",
     ):
         assert _skip_assistant(sentence, said) == "", sentence
+
+
+def test_a_time_or_date_no_tool_result_gave_is_not_asked_about() -> None:
+    invented = "The most recent rejected action happened at 11:59 PM on August 15th."
+    no_times = '{"errors": 3, "window": "7d"}'
+    why = "a time or date that no tool result or user message gives"
+    assert _skip_assistant(invented, "When was the last rejection?", no_times) == why
+    # a time the tool gave (here converted from UTC) or the user said stays a finding
+    stamped = '{"last_rejected": "2025-08-15T21:59:00Z"}'
+    assert _skip_assistant(invented, "When was the last rejection?", stamped) == ""
+    assert _skip_assistant(invented, "It was August 15th, right?", no_times) == ""
+    for sentence, when in (
+        ("Deploys freeze every day at 9am Berlin time.", True),
+        ("The window opened on 3 Jun and closed 2025-06-10.", True),
+        ("Reviews land on Sept 2nd each year.", True),
+        ("The reranker may drop 5 clauses per query.", False),
+        ("p50 latency went from 3.1 s to 4.0 s.", False),
+    ):
+        assert names_when(sentence) is when, sentence
 
 
 def test_worked_examples_cover_every_answer_and_alternate_question_and_answer() -> None:

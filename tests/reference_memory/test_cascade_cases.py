@@ -62,6 +62,14 @@ RIGHT: dict[str, tuple[dict[str, Label], dict[str, str]]] = {
         {"- [user] Datasets should always": "same"},
     ),
     "thanks": ({}, {}),
+    "traces-goal-beside-others": (
+        {
+            "Our goal": ("goal", "Rejection rate under 8% by the end of Q3."),
+            "11.9%": ("progress", "Baseline rejection rate 11.9% (311 of 2,604)."),
+        },
+        # were it asked, this model would take the book agent's goal for an older value
+        {"- [user] Get prod hallucination": "update"},
+    ),
     "pasted-injection": ({}, {}),
 }
 

@@ -1,0 +1,186 @@
+"""The cascade and `### ` subsections: a new goal opens its own, a checkpoint goes under the goal
+it measures, a fact lands in the subsection the conversation names, and a line under a
+subsection the turn does not name is never taken for an older value of the turn's fact."""
+
+from __future__ import annotations
+
+from reference_memory import SKELETON, SQLiteStore, Turn, apply_ops
+from reference_memory.cascade_place import (
+    Fact,
+    Plan,
+    goal_anchor,
+    goal_blocks,
+    named_subsection,
+    under_other_subsection,
+)
+from reference_memory.cascade_text import clean_title, goal_title
+
+from .test_cascade import Oracle, memory, tool_turn
+
+TWO_GOALS = SKELETON.replace(
+    "## Goals\n",
+    "## Goals\n"
+    "### Book agent: prod hallucination under 10%\n"
+    "- [user] Get prod hallucination under 10% by Q3.\n"
+    "- Baseline, gpt-4o-mini: 0.214.\n"
+    "### contract-qa launch: retrieval hit rate at least 0.90\n"
+    "- [user] Launch bar: hit rate of at least 0.90 on the golden set.\n",
+).replace(
+    "## Projects\n",
+    "## Projects\n"
+    "### Book-summary agent (agent-prod)\n"
+    "- [user] Writes chapter summaries for the reading app.\n"
+    "### contract-qa (legal RAG app)\n"
+    "- [user] Answers lawyers' questions about contracts.\n",
+)
+OTHER_GOAL = (
+    "What's the rejection rate over the last 7 days? Our goal is to get it under 8% by the end "
+    "of Q3."
+)
+
+
+async def test_a_new_goal_opens_its_own_subsection_with_the_checkpoint_of_its_turn(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", TWO_GOALS)
+    model = Oracle(
+        {
+            "Our goal": ("goal", ""),
+            "11.9% of proposals": ("progress", ""),
+        },
+        titles={"Our goal": "Assistant: rejection rate under 8% by Q3"},
+    )
+    reply = "11.9% of proposals were rejected: the baseline against the goal."
+    report = await memory(model, store).update(
+        "dana", "acme", tool_turn(OTHER_GOAL, {"rejection_rate": 0.119}, reply)
+    )
+    goals = store.get("dana", "acme").split("## Goals\n")[1].split("\n\n")[0].splitlines()
+    assert goals[-3:] == [
+        "### Assistant: rejection rate under 8% by Q3",
+        "- [user] Our goal is to get it under 8% by the end of Q3.",
+        "- 11.9% of proposals were rejected: the baseline against the goal.",
+    ]
+    assert "- Baseline, gpt-4o-mini: 0.214." in goals  # the word "baseline" did not pull it there
+    assert "as '### Assistant: rejection rate under 8% by Q3'" in report.attempts[0].raw
+
+
+async def test_a_goal_said_about_another_subject_never_replaces_a_goal_it_does_not_name(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", TWO_GOALS)
+    # a model that would call the other goal "update" is never asked
+    model = Oracle({"Our goal": ("goal", "")}, relations={"- [user] Get prod": "update"})
+    report = await memory(model, store).update("dana", "acme", Turn([_user(OTHER_GOAL)]))
+    after = store.get("dana", "acme")
+    assert "- [user] Get prod hallucination under 10% by Q3." in after
+    assert "- [user] Our goal is to get it under 8% by the end of Q3." in after
+    assert not any("Memory already has this line" in str(r[-1]["content"]) for r in model.requests)
+    assert "its subsection is not named" in report.attempts[0].raw
+
+
+async def test_a_goal_that_names_its_subject_can_still_replace_its_line(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", TWO_GOALS)
+    model = Oracle({"New goal": ("goal", "")}, relations={"- [user] Get prod": "update"})
+    text = "New goal for the book agent: get prod hallucination under 5% by Q3."
+    await memory(model, store).update("dana", "acme", Turn([_user(text)]))
+    after = store.get("dana", "acme")
+    assert "- [user] Get prod hallucination under 10% by Q3." not in after
+    assert "under 5%" in after.split("### contract-qa launch")[0]  # in place, no new heading
+
+
+async def test_a_title_that_invents_a_number_gives_way_to_the_goals_own_words(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", SKELETON)
+    model = Oracle({"Our goal": ("goal", "")}, titles={"Our goal": "Rejection rate under 5%"})
+    report = await memory(model, store).update("dana", "acme", Turn([_user(OTHER_GOAL)]))
+    assert "### Get it under 8% by the end of Q3\n" in store.get("dana", "acme")
+    assert "model wrote 'Rejection rate under 5%'" in report.attempts[0].raw
+
+
+async def test_a_finding_lands_in_the_project_subsection_the_user_named(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", TWO_GOALS)
+    model = Oracle({"Most misses": ("finding", "")})
+    reply = "Most misses are DPA clauses buried in annexes."
+    turn = tool_turn("Why does contract-qa miss clauses?", {"misses": 27}, reply)
+    await memory(model, store).update("dana", "acme", turn)
+    projects = store.get("dana", "acme").split("## Projects\n")[1].split("\n\n")[0]
+    assert projects.endswith("contracts.\n- Most misses are DPA clauses buried in annexes.")
+
+
+def test_goal_blocks_split_on_headings_or_on_user_lines_before_any() -> None:
+    flat = SKELETON.replace("## Goals\n", "## Goals\n- [user] A.\n- a1.\n- [user] B.\n")
+    assert goal_blocks(flat) == [["- [user] A.", "- a1."], ["- [user] B."]]
+    assert [block[0] for block in goal_blocks(TWO_GOALS)] == [
+        "### Book agent: prod hallucination under 10%",
+        "### contract-qa launch: retrieval hit rate at least 0.90",
+    ]
+    assert goal_anchor(TWO_GOALS, "hallucination 0.086 with gpt-4.1", set()) == (
+        "- Baseline, gpt-4o-mini: 0.214."
+    )
+
+
+def test_the_subsection_a_conversation_names_is_told_by_words_no_sibling_heading_has() -> None:
+    assert named_subsection(TWO_GOALS, "Projects", "the legal app's misses") == (
+        "### contract-qa (legal RAG app)"
+    )
+    assert named_subsection(TWO_GOALS, "Projects", "how are things?") is None
+    assert named_subsection(TWO_GOALS, "Projects", "book agent and legal app") is None
+    line = "- [user] Get prod hallucination under 10% by Q3."
+    assert under_other_subsection(TWO_GOALS, line, OTHER_GOAL)
+    assert not under_other_subsection(TWO_GOALS, line, "the book agent's hallucination")
+    assert not under_other_subsection(SKELETON + line + "\n", line, OTHER_GOAL)  # no heading
+
+
+def test_goal_titles_made_from_the_goal() -> None:
+    assert goal_title("Our goal is to get it under 8% by the end of Q3; it's an OKR.") == (
+        "Get it under 8% by the end of Q3"
+    )
+    assert goal_title(
+        "reach a hit rate of at least 0.90 on legal-golden-120 before the end of July"
+    ) == ("Reach a hit rate of at least 0.90 on legal-golden-120…")
+    assert clean_title('### "Refund errors under 2%."') == "Refund errors under 2%"
+
+
+def test_a_new_goal_is_added_with_its_heading_and_a_repeated_heading_is_reused() -> None:
+    plan = Plan(TWO_GOALS)
+    plan.adds.append(Fact("Rejections under 8%.", True, "Goals", title="Assistant: rejections"))
+    plan.adds.append(
+        Fact(
+            "Hit rate 0.92 for UK.",
+            True,
+            "Goals",
+            title="contract-qa launch: retrieval hit rate at least 0.90",
+        )
+    )
+    text = apply_ops(TWO_GOALS, plan.ops())
+    goals = text.split("## Goals\n")[1].split("\n\n")[0].splitlines()
+    assert goals[-5:] == [
+        "### contract-qa launch: retrieval hit rate at least 0.90",
+        "- [user] Launch bar: hit rate of at least 0.90 on the golden set.",
+        "- [user] Hit rate 0.92 for UK.",
+        "### Assistant: rejections",
+        "- [user] Rejections under 8%.",
+    ]
+
+
+def test_two_goals_of_one_turn_given_one_title_share_one_heading() -> None:
+    plan = Plan(SKELETON)
+    plan.adds.append(Fact("Only the summarize span counts.", True, "Goals", title="Hallucination"))
+    plan.adds.append(Fact("Under 10% by Q3.", True, "Goals", title="hallucination"))
+    plan.adds.append(Fact("Baseline 0.214.", False, "Goals", progress=True))
+    text = apply_ops(SKELETON, plan.ops())
+    assert text.split("## Goals\n")[1].split("\n\n")[0].splitlines() == [
+        "### Hallucination",
+        "- [user] Only the summarize span counts.",
+        "- [user] Under 10% by Q3.",
+        "- Baseline 0.214.",
+    ]
+
+
+def _user(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
