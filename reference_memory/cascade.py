@@ -64,6 +64,7 @@ from reference_memory.cascade_text import (
     sentences,
     shows_examples,
     states_intent,
+    states_target,
     strip_lead,
     time_window,
     unfinished,
@@ -247,6 +248,11 @@ class _Walk:
                 continue
             prompt = render("cascade_user_sentence", sentence=strip_lead(sentence), kinds=kinds)
             kind = await self._ask(sentence, prompt, _choice("kind", kinds))
+            if kind == "goal" and (lasting(sentence) or not states_target(sentence)):
+                # a goal names a target to reach; "always 70 rows" or "count edited as
+                # approved" is how to work, which small models often call a goal
+                kind = "rule"
+                self.log.append("  (no target, or worded as a standing rule: rule)")
             if kind not in USER_KINDS:
                 continue
             fact = await self._fact(sentence, text)
@@ -354,8 +360,7 @@ class _Walk:
                 self.log.append(f"  replace {line!r}")
                 self.plan.replaces.append((line, fact))
                 return
-        if fact.user and fact.section == "Goals" and not fact.progress and numbers(fact.text):
-            # a goal with a target (a goal without one is more often a misfiled rule)
+        if fact.user and fact.section == "Goals" and not fact.progress:
             fact = replace(fact, title=await self._title(sentence))
         self.plan.adds.append(fact)
         self.log.append(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reference_memory.cascade_text import numbers, overlap, words
+from reference_memory.cascade_text import PHRASING, numbers, overlap, words
 from reference_memory.document import USER_TAG, count, heading_level, is_bullet, section
 from reference_memory.edits import EditError, EditOp
 from reference_memory.updater import check_batch
@@ -137,9 +137,14 @@ def subsections(file: str, title: str) -> list[tuple[str, list[str]]]:
 def _naming_words(headings: list[str]) -> list[set[str]]:
     """Per heading, its words no other heading has ("Book agent: hallucination under 10%" and
     "Assistant: rejection rate under 8%" share nothing that tells them apart but their
-    subjects); words with digits (targets, quarters) never name a subject."""
+    subjects); words with digits (targets, quarters) and the words that phrase a goal ("get",
+    "reach", "before") never name a subject."""
     sets = [
-        {w for w in words(h.lstrip("#")) if len(w) > 2 and not any(c.isdigit() for c in w)}
+        {
+            w
+            for w in words(h.lstrip("#"))
+            if len(w) > 2 and w not in PHRASING and not any(c.isdigit() for c in w)
+        }
         for h in headings
     ]
     return [mine - set().union(*sets[:i], *sets[i + 1 :]) for i, mine in enumerate(sets)]

@@ -322,3 +322,39 @@ def names_when(text: str) -> bool:
     """Whether the text names a clock time or a calendar date ("09:14", "9am", "2025-06-18",
     "August 15th", "3 Jun")."""
     return bool(_WHEN.search(text or ""))
+
+
+_TARGET = re.compile(
+    r"\b(?:goals?|targets?|aim|bar|okrs?|under|below|above|at (?:least|most)|(?:less|more|"
+    r"fewer) than|reach|by (?:the )?end|by q[1-4]|deadline)\b|[<>\u2264\u2265]",
+    re.IGNORECASE,
+)
+PHRASING = frozenset(
+    [
+        "get",
+        "reach",
+        "keep",
+        "make",
+        "bring",
+        "stay",
+        "before",
+        "after",
+        "end",
+        "goal",
+        "target",
+        "bar",
+        "least",
+        "most",
+        "new",
+        "want",
+        "need",
+        "aim",
+    ]
+)
+"""Words that phrase a goal rather than name what it is about ("get X under 8%")."""
+
+
+def states_target(sentence: str) -> bool:
+    """Whether the sentence words a target ("under 10%", "at least 0.90", "our goal",
+    "by the end of Q3"): what makes a goal a goal rather than a rule about how to work."""
+    return bool(_TARGET.search(sentence))

@@ -182,5 +182,33 @@ def test_two_goals_of_one_turn_given_one_title_share_one_heading() -> None:
     ]
 
 
+async def test_a_goal_without_a_target_or_worded_as_a_standing_rule_is_a_rule(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", SKELETON)
+    model = Oracle({"Count": ("goal", ""), "Datasets": ("goal", ""), "We want": ("goal", "")})
+    text = (
+        'Count "edited" proposals as approved. Datasets should always have exactly 70 rows. '
+        "We want the error rate below 2% by the end of Q3."
+    )
+    await memory(model, store).update("dana", "acme", Turn([_user(text)]))
+    after = store.get("dana", "acme")
+    conventions = after.split("## Conventions\n")[1]
+    assert '- [user] Count "edited" proposals as approved.' in conventions
+    assert "- [user] Datasets should always have exactly 70 rows." in conventions
+    goals = after.split("## Goals\n")[1].split("## Projects")[0]
+    assert goals.startswith("### ") and "below 2%" in goals
+
+
+def test_words_that_phrase_a_goal_never_name_its_subsection() -> None:
+    file = SKELETON.replace(
+        "## Goals\n",
+        "## Goals\n### Get prod hallucination under 10% before launch\n- [user] Under 10%.\n"
+        "### Retrieval hit rate at least 0.90\n- [user] At least 0.90.\n",
+    )
+    assert under_other_subsection(file, "- [user] Under 10%.", "Our goal is to get it under 8%.")
+    assert not under_other_subsection(file, "- [user] Under 10%.", "prod hallucination, now 5%")
+
+
 def _user(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
