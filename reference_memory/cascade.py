@@ -50,6 +50,7 @@ from reference_memory.cascade_text import (
     goal_title,
     keeps,
     lasting,
+    latest_event,
     measures_goal,
     names_when,
     new_values,
@@ -448,6 +449,8 @@ def _skip_assistant(sentence: str, said: str = "", found: str = "") -> str:
         return "live numbers for a time window"
     if shows_examples(sentence):
         return "shows examples"
+    if latest_event(sentence):
+        return "when the latest event happened: live data"
     if names_when(sentence) and not names_when(found) and not names_when(said):
         # a small model asked "when" answers with a time even when its tools gave none
         return "a time or date that no tool result or user message gives"

@@ -110,17 +110,18 @@ def goal_blocks(file: str) -> list[list[str]]:
     return blocks
 
 
-def goal_anchor(file: str, fact: str, avoid: set[str]) -> str | None:
+def goal_anchor(file: str, fact: str, avoid: set[str], fallback: bool = True) -> str | None:
     """The last line of the goal that `fact` measures (the block holding the line of best word
-    overlap), so checkpoints stay in order under their goal; the end of Goals when no goal
-    matches."""
+    overlap), so checkpoints stay in order under their goal; when no goal shares a word, the
+    end of Goals (None without `fallback`)."""
     best: list[str] = []
     best_shared = 0
     for block in goal_blocks(file):
         shared = max(overlap(fact, line)[0] for line in block)
         if shared > best_shared:
             best, best_shared = block, shared
-    return _last_usable(file, best, avoid) or end_anchor(file, "Goals", avoid)
+    found = _last_usable(file, best, avoid)
+    return found if found or not fallback else end_anchor(file, "Goals", avoid)
 
 
 def subsections(file: str, title: str) -> list[tuple[str, list[str]]]:
@@ -226,10 +227,17 @@ class Plan:
         plain: dict[str, list[str]] = {}
         opening: dict[str, list[str]] = {}
         self._sections.clear()
+        checkpoint = None  # where this turn's last checkpoint went
         for i, fact in enumerate(self.adds):
             if i in routed:
                 continue
             anchor = self._anchor(fact, replaced)
+            if fact.progress:
+                # "The cost is speed: p50 3.1 s -> 4.0 s" names no goal: it goes with the
+                # checkpoint reported before it
+                matched = goal_anchor(self.file, fact.text, replaced, fallback=False)
+                anchor = matched or checkpoint or anchor
+                checkpoint = anchor
             if anchor is None:
                 self.notes.append(f"no place for {fact.line!r}: section {fact.section!r} missing")
                 continue

@@ -358,3 +358,12 @@ def states_target(sentence: str) -> bool:
     """Whether the sentence words a target ("under 10%", "at least 0.90", "our goal",
     "by the end of Q3"): what makes a goal a goal rather than a rule about how to work."""
     return bool(_TARGET.search(sentence))
+
+
+_RECENT = re.compile(r"\b(?:most recent|latest|newest|last|previous)\b", re.IGNORECASE)
+
+
+def latest_event(sentence: str) -> bool:
+    """Whether the sentence says when the latest of something happened ("The most recent
+    rejected action happened on June 18 at 07:05 UTC"): the next event makes it wrong."""
+    return names_when(sentence) and bool(_RECENT.search(sentence))

@@ -461,14 +461,18 @@ def test_assistant_sentences_that_are_asked() -> None:
 
 
 def test_a_time_or_date_no_tool_result_gave_is_not_asked_about() -> None:
-    invented = "The most recent rejected action happened at 11:59 PM on August 15th."
+    invented = "The rejected action happened at 11:59 PM on August 15th."
     no_times = '{"errors": 3, "window": "7d"}'
     why = "a time or date that no tool result or user message gives"
-    assert _skip_assistant(invented, "When was the last rejection?", no_times) == why
+    assert _skip_assistant(invented, "When was that rejection?", no_times) == why
     # a time the tool gave (here converted from UTC) or the user said stays a finding
-    stamped = '{"last_rejected": "2025-08-15T21:59:00Z"}'
-    assert _skip_assistant(invented, "When was the last rejection?", stamped) == ""
+    stamped = '{"rejected_at": "2025-08-15T21:59:00Z"}'
+    assert _skip_assistant(invented, "When was that rejection?", stamped) == ""
     assert _skip_assistant(invented, "It was August 15th, right?", no_times) == ""
+    # when the latest one happened is live, whatever the tool said
+    latest = "The most recent rejected action happened at 11:59 PM on August 15th."
+    live = "when the latest event happened: live data"
+    assert _skip_assistant(latest, "When was the last rejection?", stamped) == live
     for sentence, when in (
         ("Deploys freeze every day at 9am Berlin time.", True),
         ("The window opened on 3 Jun and closed 2025-06-10.", True),

@@ -210,5 +210,17 @@ def test_words_that_phrase_a_goal_never_name_its_subsection() -> None:
     assert not under_other_subsection(file, "- [user] Under 10%.", "prod hallucination, now 5%")
 
 
+def test_a_checkpoint_that_names_no_goal_follows_the_one_before_it() -> None:
+    plan = Plan(TWO_GOALS)
+    plan.adds.append(Fact("gpt-4.1 prod hallucination 0.086 (6 of 70).", False, "Goals", True))
+    plan.adds.append(Fact("The cost is speed: p50 goes from 3.1 s to 4.0 s.", False, "Goals", True))
+    text = apply_ops(TWO_GOALS, plan.ops())
+    book = text.split("### contract-qa launch")[0]
+    assert book.endswith(
+        "0.214.\n- gpt-4.1 prod hallucination 0.086 (6 of 70).\n"
+        "- The cost is speed: p50 goes from 3.1 s to 4.0 s.\n"
+    )
+
+
 def _user(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
