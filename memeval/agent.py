@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
-from memeval.models.base import ChatModel, Message
+from memeval.models.base import ChatModel, Message, ToolChoice
 from memeval.rundir.record import ToolCallRecord
 from memeval.tools import FixtureTools
 
@@ -98,13 +98,16 @@ class ChatAgent:
 
     When `tool_first(user_message)` says the message asks for an action or live data, the
     first reply must be a tool call (`tool_choice="required"`) and the next one is the answer,
-    without tools: a small model otherwise answers such a message from memory, and left free
-    after a forced call it tends to repeat calls until its rounds run out. When
-    `from_memory(user_message)` says the user asked for an answer from what is already known,
-    no tool is offered: a small model given tools calls them anyway and answers from a live
-    number instead of the recorded one. Otherwise the model chooses, for up to
-    `max_tool_rounds` rounds of calls. `None` turns either rule off; `tool_first` wins when
-    both apply ("Make the dataset from what we already found")."""
+    with no call allowed (`tool_choice="none"`): a small model otherwise answers such a
+    message from memory, and left free after a forced call it tends to repeat calls until its
+    rounds run out. When `from_memory(user_message)` says the user asked for an answer from
+    what is already known, the only round is the answer, with no call allowed: a small model
+    free to call tools calls them anyway and answers from a live number instead of the
+    recorded one. The tools stay listed in every request, the answer round included, so a
+    back end's prefix cache serves what the earlier rounds evaluated; a model that calls in
+    the answer round anyway is asked once more without tools. Otherwise the model chooses, for
+    up to `max_tool_rounds` rounds of calls. `None` turns either rule off; `tool_first` wins
+    when both apply ("Make the dataset from what we already found")."""
 
     def __init__(
         self,
@@ -149,10 +152,14 @@ class ChatAgent:
                 last_round = round_no == rounds
                 reply = await self.model.chat(
                     [*prefix, *history, *turn],
-                    tools=None if last_round or not specs else specs,
+                    tools=specs or None,
                     max_tokens=self.max_tokens,
-                    tool_choice="required" if forced and round_no == 0 else "auto",
+                    tool_choice=_choice(bool(specs), forced, round_no, last_round),
                 )
+                if last_round and reply.tool_calls:  # a model that does not honour "none"
+                    reply = await self.model.chat(
+                        [*prefix, *history, *turn], max_tokens=self.max_tokens
+                    )
                 if not reply.tool_calls or last_round:
                     result.answer = (reply.content or "").strip()
                     turn.append({"role": "assistant", "content": result.answer})
@@ -176,6 +183,16 @@ class ChatAgent:
         except Exception as exc:  # a failed model call is recorded, never a crashed run
             result.error = f"{type(exc).__name__}: {exc}"
         return result
+
+
+def _choice(tools_given: bool, forced: bool, round_no: int, last_round: bool) -> ToolChoice:
+    """A forced call first; the answer round keeps the tools in the request but may not call
+    them ("none"), so the prefix the calls before it evaluated is reused, not evaluated anew."""
+    if not tools_given:
+        return "auto"
+    if last_round:
+        return "none"
+    return "required" if forced and round_no == 0 else "auto"
 
 
 def _assistant_tool_message(content: str | None, calls: Sequence[Any]) -> Message:

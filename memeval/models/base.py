@@ -8,8 +8,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 Message = dict[str, Any]
 
-ToolChoice = Literal["auto", "required"]
-TOOL_CHOICES: tuple[ToolChoice, ...] = ("auto", "required")
+ToolChoice = Literal["auto", "required", "none"]
+TOOL_CHOICES: tuple[ToolChoice, ...] = ("auto", "required", "none")
 
 ROLES = ("agent", "summarizer", "updater", "safety", "compactor", "judge")
 
@@ -42,7 +42,9 @@ class ChatModel(Protocol):
     """Messages (OpenAI chat format), optional tools (OpenAI function specs), optional JSON
     schema for the answer; returns content or tool calls, usage and latency. With
     `tool_choice="required"` (and tools given) the reply is one or more tool calls, never
-    an answer; "auto" leaves the choice to the model."""
+    an answer; with "none" it is an answer, never a call, though the tools stay in the
+    request (so a prefix cache that holds them keeps serving the call); "auto" leaves the
+    choice to the model."""
 
     name: str  # the spec that built it, e.g. "openai:gpt-4o-mini", "local:qwen2.5-coder-1.5b"
 

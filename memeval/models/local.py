@@ -22,6 +22,7 @@ from typing import Any
 from memeval.models import guard
 from memeval.models.base import ChatResponse, Message, ModelError, ToolChoice
 from memeval.models.local_format import (
+    answer_grammar,
     normalize_messages,
     parse_reply,
     schema_grammar,
@@ -280,8 +281,10 @@ class LocalModel:
     ) -> ChatResponse:
         guard.check_allowed(self.name)
         tool_list = [dict(t) for t in tools] if tools else None
-        if tool_list:
-            grammar: str | None = tools_grammar(tool_list, schema, tool_choice == "required")
+        if tool_list and tool_choice == "none":
+            grammar: str | None = answer_grammar(schema)
+        elif tool_list:
+            grammar = tools_grammar(tool_list, schema, tool_choice == "required")
         else:
             grammar = schema_grammar(schema) if schema is not None else None
         started = time.perf_counter()

@@ -131,6 +131,12 @@ def tools_grammar(
         return schema_grammar({"anyOf": [*loose, *answer]})
 
 
+def answer_grammar(schema: Mapping[str, Any] | None = None) -> str:
+    """GBNF for the answer object alone (`schema` if given): the reply to a request whose
+    tools are listed but may not be called (`tool_choice="none"`)."""
+    return schema_grammar(dict(schema) if schema is not None else _ANSWER)
+
+
 _ANSWER = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},

@@ -246,25 +246,33 @@ class OpenAIModel:
         attempt = 0
         while True:
             mode = self.json_mode if schema is not None else None
-            prompt_tools = bool(tools) and self.prompt_tools
+            listed, choice = tools, tool_choice
+            if (
+                tools
+                and tool_choice == "none"
+                and (self.prompt_tools or not self._send_tool_choice)
+            ):
+                # "none" the server cannot be told: the tools go, so nothing can call them
+                listed, choice = None, "auto"
+            prompt_tools = bool(listed) and self.prompt_tools
             # A server without tool calling never sees tool-call messages, tools or not (an
             # agent's last round asks without tools over a history that has calls in it).
             sent = _plain_history(messages) if self.prompt_tools else list(messages)
             request = self._request(
-                _with_tools_prompt(sent, tools, tool_choice) if prompt_tools and tools else sent,
-                None if prompt_tools else tools,
+                _with_tools_prompt(sent, listed, choice) if prompt_tools and listed else sent,
+                None if prompt_tools else listed,
                 schema,
                 mode,
                 max_tokens,
                 temperature,
-                tool_choice,
+                choice,
             )
             try:
                 async with limit:
                     raw = await _create(client, request)
                 response = _parse(raw, schema is not None)
-                if prompt_tools and tools:
-                    response = _tool_reply(response, tools)
+                if prompt_tools and listed:
+                    response = _tool_reply(response, listed)
             except openai.APIStatusError as exc:
                 # Format and tools rejections step down whatever the status (never retried).
                 if self._adapt(exc, mode):

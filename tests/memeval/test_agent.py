@@ -1,6 +1,6 @@
 """The built-in agent: a message that asks for an action or live data gets a tool call
-first, then an answer; one that asks for an answer from what is already known gets no tools;
-anything else leaves the model free to call or answer."""
+first, then an answer; one that asks for an answer from what is already known may call no
+tool; anything else leaves the model free to call or answer."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def _call(name: str = "count_spans", **arguments: Any) -> ChatResponse:
     )
 
 
-async def test_a_forced_call_is_followed_by_an_answer_without_tools() -> None:
+async def test_a_forced_call_is_followed_by_an_answer_that_may_not_call() -> None:
     model = ScriptedModel([_call(), "812 spans."])
     agent = ChatAgent(model)
     result = await agent.respond(
@@ -79,7 +79,8 @@ async def test_a_forced_call_is_followed_by_an_answer_without_tools() -> None:
     assert result.answer == "812 spans." and result.error is None
     first, second = model.requests
     assert first.tool_choice == "required" and first.tools
-    assert second.tools is None and second.tool_choice == "auto"
+    # the tools stay listed (a prefix cache keeps serving them) but may not be called
+    assert second.tools == first.tools and second.tool_choice == "none"
     assert [c.result for c in result.tool_calls] == [{"spans": 812}]
 
 
@@ -163,7 +164,7 @@ async def test_a_question_of_what_we_recorded_is_answered_without_tools() -> Non
     )
     assert result.answer == "9.1%, a point above the goal." and not result.tool_calls
     (only,) = model.requests
-    assert only.tools is None and only.tool_choice == "auto"
+    assert only.tools and only.tool_choice == "none"
     free = ScriptedModel([_call(), "Recorded: 9.1%."])
     await ChatAgent(free, from_memory=None).respond(
         history=[],
@@ -182,4 +183,18 @@ async def test_an_action_on_what_we_found_is_still_a_tool_call_first() -> None:
         memory=None,
         tools=TOOLS,
     )
-    assert [r.tool_choice for r in model.requests] == ["required", "auto"]
+    assert [r.tool_choice for r in model.requests] == ["required", "none"]
+
+
+async def test_a_model_that_calls_in_the_answer_round_is_asked_again_without_tools() -> None:
+    model = ScriptedModel([_call(), _call(project="q"), "812 spans."])
+    result = await ChatAgent(model).respond(
+        history=[], user_message="How many spans today?", memory=None, tools=TOOLS
+    )
+    assert result.answer == "812 spans." and result.error is None
+    assert [(r.tool_choice, bool(r.tools)) for r in model.requests] == [
+        ("required", True),
+        ("none", True),
+        ("auto", False),
+    ]
+    assert [c.arguments for c in result.tool_calls] == [{"project": "p"}]  # never run

@@ -83,6 +83,22 @@ async def test_tool_protocol_is_always_well_formed(allow_model_requests: None) -
         assert isinstance(response.content, str) and response.content
 
 
+async def test_no_call_allowed_gives_an_answer_though_data_is_asked_for(
+    allow_model_requests: None,
+) -> None:
+    response = await build_model(parse_spec(SPEC)).chat(
+        [
+            {"role": "system", "content": "You are an observability agent. Use tools for data."},
+            {"role": "user", "content": "Count the spans in project agent-prod."},
+        ],
+        tools=TOOLS,
+        tool_choice="none",
+        max_tokens=60,
+    )
+    assert not response.tool_calls
+    assert isinstance(response.content, str) and response.content.strip()
+
+
 async def test_over_long_prompt_is_a_model_error(allow_model_requests: None) -> None:
     with pytest.raises(ModelError, match="over the 8192-token context"):
         await build_model(parse_spec(SPEC)).chat([{"role": "user", "content": "word " * 9000}])

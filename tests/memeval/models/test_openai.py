@@ -109,6 +109,32 @@ async def test_a_required_call_in_prompt_tools_mode_offers_no_answer(
     assert "query_spans" in instruction and '"answer"' not in instruction
 
 
+async def test_no_call_allowed_is_sent_as_tool_choice_none_or_as_no_tools(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(TOOLS_OK, completion("812 spans."))
+    chat_model = model(server)
+    response = await chat_model.chat(MESSAGES, tools=TOOLS, tool_choice="none")
+    assert response.content == "812 spans." and not response.tool_calls
+    assert server.requests[1]["tools"] == TOOLS and server.requests[1]["tool_choice"] == "none"
+    # once the server has rejected tool_choice, "none" cannot be said: the tools go instead
+    server.script(error(400, "tool_choice is not supported"), completion("ok"), completion("ok"))
+    await chat_model.chat(MESSAGES, tools=TOOLS, tool_choice="required")
+    await chat_model.chat(MESSAGES, tools=TOOLS, tool_choice="none")
+    last = server.requests[-1]
+    assert "tools" not in last and "tool_choice" not in last
+
+
+async def test_no_call_allowed_in_prompt_tools_mode_describes_no_tools(
+    server: FakeOpenAIServer,
+) -> None:
+    server.script(error(500, "tools are not supported by this model"), completion("Recorded: 9%."))
+    response = await model(server).chat(MESSAGES, tools=TOOLS, tool_choice="none")
+    assert response.content == "Recorded: 9%." and not response.tool_calls
+    sent = json.dumps(server.requests[-1])
+    assert "query_spans" not in sent and "tools" not in server.requests[-1]
+
+
 async def test_json_schema_output(server: FakeOpenAIServer) -> None:
     server.script(PROBE_OK, completion('{"verdict": "block"}'), completion('{"verdict": "allow"}'))
     chat_model = model(server)
