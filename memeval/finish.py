@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from memeval.gate import GateConfig, GateReport, check_gate
 from memeval.gate_view import print_gate
+from memeval.grading.judge import DEFAULT_TIMEOUT_S, judge_deadline
 from memeval.grading.run import grade_run
 from memeval.health import RunHealth, run_health
 from memeval.junit import write_junit
@@ -67,11 +68,13 @@ async def finish_run(
     )
     judge_model = None
     pool = None
+    timeout_s: float | None = DEFAULT_TIMEOUT_S
     if judge and "judge" in info.models:
         specs = {"judge": parse_spec(info.models["judge"])}
         pool = ModelPool(specs, cache_path() if info.config.cache else None)
         sink: list[CallRecord] = []
         judge_model = pool.for_unit(["judge"], 0, sink, tracing)["judge"]
+        timeout_s = judge_deadline(specs["judge"])
     bar = RunProgress(enabled=progress and judge_model is not None)
     label = f"judge {judge_model.name}" if judge_model is not None else "judge"
     started = time.monotonic()
@@ -90,6 +93,7 @@ async def finish_run(
                 judge_scope=lambda record: tracing.under(record.trace_id, record.span_id),
                 on_judged=judged,
                 strategy=judge_strategy,
+                timeout_s=timeout_s,
             )
     finally:
         if pool is not None:

@@ -67,6 +67,7 @@ def _with_judge(
     controls: list[Control], spec: str | None, strategy: str | None, cache: bool
 ) -> Calibration:
     from memeval.grading.calibrate import run_calibration
+    from memeval.grading.judge import judge_deadline
     from memeval.grading.judge_strategies import strategy_for
     from memeval.models.pool import ModelPool, cache_path
     from memeval.models.spec import parse_spec, resolve_specs
@@ -77,7 +78,8 @@ def _with_judge(
     pool = ModelPool({"judge": specs["judge"]}, cache_path() if cache else None)
     try:
         judge = pool.for_unit(["judge"], 0, [], setup_tracing(None, "memeval"))["judge"]
-        return asyncio.run(run_calibration(controls, judge, strategy=strategy))
+        deadline = judge_deadline(specs["judge"])
+        return asyncio.run(run_calibration(controls, judge, strategy=strategy, timeout_s=deadline))
     finally:
         pool.close()
 

@@ -130,7 +130,7 @@ async def calibrate(
     *,
     strategy: JudgeStrategy | None = None,
     concurrency: int = 1,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
 ) -> list[ControlResult]:
     """Grade every control with the checks, and with the judge when one is given (always:
     the judge sees every control, including those the checks already failed)."""
@@ -212,7 +212,7 @@ async def run_calibration(
     judge: ChatModel | None,
     *,
     strategy: str | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
 ) -> Calibration:
     chosen = strategy_for(strategy, judge.name) if judge is not None else None
     results = await calibrate(controls, judge, strategy=chosen, timeout_s=timeout_s)

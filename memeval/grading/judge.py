@@ -15,17 +15,20 @@ import functools
 import hashlib
 import json
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import jinja2
 
 from memeval.models.base import ChatModel, Message
+from memeval.models.spec import ModelSpec
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import JudgeResult, Verdict
 from reference_memory.turn import Turn
 
+T = TypeVar("T")
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -38,7 +41,24 @@ JUDGE_SCHEMA: dict[str, Any] = {
 }
 VERDICTS = ("pass", "fail", "not-attempted")
 RESULT_CHARS = 600  # a tool result longer than this is cut in the judge's input
-DEFAULT_TIMEOUT_S = 300.0  # the embedded model can take minutes on 2 cores
+DEFAULT_TIMEOUT_S = 300.0
+"""The deadline of one judge call to an endpoint, which can hang. An embedded model gets none
+(judge_deadline): its calls cannot hang, only wait their turn on the one worker, and a deadline
+that counts that wait failed judgements that never started whenever the CPU was shared."""
+
+
+def judge_deadline(spec: ModelSpec) -> float | None:
+    """Seconds one judge call may take for the model `spec` names; None: no deadline."""
+    return None if spec.local_name is not None else DEFAULT_TIMEOUT_S
+
+
+def timed_out(timeout_s: float | None) -> str:
+    return f"judge timed out after {timeout_s:g} s" if timeout_s else "judge timed out"
+
+
+async def deadline(call: Awaitable[T], timeout_s: float | None) -> T:
+    """`call`, failing with TimeoutError after `timeout_s` (never, when None)."""
+    return await (asyncio.wait_for(call, timeout_s) if timeout_s is not None else call)
 
 
 @functools.cache
@@ -110,17 +130,17 @@ def write_request(record: TurnRecord, note: str, file_before: str, file_after: s
 
 
 async def run_judge(
-    model: ChatModel, request: JudgeRequest, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    model: ChatModel, request: JudgeRequest, *, timeout_s: float | None = DEFAULT_TIMEOUT_S
 ) -> JudgeResult:
     """Ask the judge once. Never raises: failures come back as verdict "error"."""
     started = time.perf_counter()
     base = {"model": model.name, "input_hash": request.input_hash}
     try:
-        response = await asyncio.wait_for(
+        response = await deadline(
             model.chat(request.messages, schema=JUDGE_SCHEMA, temperature=0.0), timeout_s
         )
     except TimeoutError:
-        return JudgeResult(verdict="error", error=f"judge timed out after {timeout_s:g} s", **base)
+        return JudgeResult(verdict="error", error=timed_out(timeout_s), **base)
     # any failure of the judge's back end is recorded as that judgement's error
     except Exception as exc:
         return JudgeResult(verdict="error", error=one_line(f"{type(exc).__name__}: {exc}"), **base)
@@ -167,7 +187,7 @@ class JudgeStrategy(Protocol):
         criterion: str,
         check: Verdict | None,
         *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
     ) -> JudgeResult: ...
 
     def input_hash(self, record: TurnRecord, criterion: str, check: Verdict | None) -> str:
@@ -187,7 +207,7 @@ class SingleJudge:
         criterion: str,
         check: Verdict | None,
         *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
     ) -> JudgeResult:
         return await run_judge(model, question_request(record, criterion), timeout_s=timeout_s)
 

@@ -12,7 +12,6 @@ the criterion and turns "an answer that X fails" into the question "does it X?" 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -21,7 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from memeval.grading.checks import question_checks
-from memeval.grading.judge import DEFAULT_TIMEOUT_S, cut_result, one_line, render_prompt
+from memeval.grading.judge import (
+    DEFAULT_TIMEOUT_S,
+    cut_result,
+    deadline,
+    one_line,
+    render_prompt,
+    timed_out,
+)
 from memeval.models.base import ChatModel, Message
 from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import JudgeResult, Verdict
@@ -95,7 +101,7 @@ class ClausesJudge:
         criterion: str,
         check: Verdict | None,
         *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
     ) -> JudgeResult:
         base = {"model": model.name, "input_hash": self.input_hash(record, criterion, check)}
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
@@ -106,7 +112,7 @@ class ClausesJudge:
         ]
 
         async def ask(schema: dict[str, Any]) -> str:
-            response = await asyncio.wait_for(
+            response = await deadline(
                 model.chat(chat, schema=schema, max_tokens=MAX_TOKENS, temperature=0.0),
                 timeout_s,
             )
@@ -133,8 +139,7 @@ class ClausesJudge:
                     why = "does" if clause.negated else "does not meet"
                     return finish("fail", f"the answer {why}: {clause.text}")
         except TimeoutError:
-            error = f"judge timed out after {timeout_s:g} s"
-            return JudgeResult(verdict="error", error=error, **base, **usage)
+            return JudgeResult(verdict="error", error=timed_out(timeout_s), **base, **usage)
         # any failure of the judge's back end or an off-schema answer is this judgement's error
         except Exception as exc:
             error = one_line(f"{type(exc).__name__}: {exc}")

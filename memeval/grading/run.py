@@ -72,7 +72,7 @@ async def grade_run(
     judge_writes: bool = False,
     rejudge: bool = False,
     concurrency: int = 4,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
     apply_ops: ApplyOps | None = None,
     grades: human.GradesFile | None = None,
     judge_scope: Callable[[TurnRecord], AbstractContextManager[Any]] | None = None,
@@ -223,7 +223,7 @@ async def _calibrate(
     results: RunResults,
     judge: ChatModel,
     strategy: JudgeStrategy,
-    timeout_s: float,
+    timeout_s: float | None,
     concurrency: int,
 ) -> JudgeCalibration:
     """The judge on the control answers of every question it graded in this run (the

@@ -22,7 +22,6 @@ from typing import Any
 from memeval.models import guard
 from memeval.models.base import ChatResponse, Message, ModelError, ToolChoice
 from memeval.models.local_format import (
-    answer_grammar,
     normalize_messages,
     parse_reply,
     schema_grammar,
@@ -177,11 +176,19 @@ class _Engine:
         loop = asyncio.get_running_loop()
         job = functools.partial(self.complete, cancel=cancel, **kwargs)
         future = loop.run_in_executor(_worker, job)
+        future.add_done_callback(_seen)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             cancel.set()
             raise
+
+
+def _seen(future: asyncio.Future[Any]) -> None:
+    """Retrieve a finished job's error: after its caller was cancelled nobody awaits it, and
+    asyncio would log "Future exception was never retrieved" for the job's "cancelled" error."""
+    if not future.cancelled():
+        future.exception()
 
 
 class _RepeatStop:
@@ -281,10 +288,8 @@ class LocalModel:
     ) -> ChatResponse:
         guard.check_allowed(self.name)
         tool_list = [dict(t) for t in tools] if tools else None
-        if tool_list and tool_choice == "none":
-            grammar: str | None = answer_grammar(schema)
-        elif tool_list:
-            grammar = tools_grammar(tool_list, schema, tool_choice == "required")
+        if tool_list:
+            grammar: str | None = tools_grammar(tool_list, schema, tool_choice)
         else:
             grammar = schema_grammar(schema) if schema is not None else None
         started = time.perf_counter()

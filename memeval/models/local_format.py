@@ -17,7 +17,7 @@ from typing import Any
 
 from llama_cpp.llama_grammar import JSON_GBNF, SchemaConverter
 
-from memeval.models.base import Message, ModelError, ToolCall
+from memeval.models.base import Message, ModelError, ToolCall, ToolChoice
 
 TOOLS_INSTRUCTION = """# Tools
 
@@ -118,23 +118,21 @@ def schema_grammar(schema: Mapping[str, Any], strict: bool = False) -> str:
 def tools_grammar(
     tools: Sequence[Mapping[str, Any]],
     schema: Mapping[str, Any] | None = None,
-    call_required: bool = False,
+    tool_choice: ToolChoice = "auto",
 ) -> str:
-    """GBNF for one JSON object: a call of one of `tools`, or an answer (`schema` if given);
-    only a call when `call_required`."""
+    """GBNF for one JSON object: a call of one of `tools`, or an answer (`schema` if given).
+    `tool_choice` "required" leaves only the calls; "none" only the answer (the tools stay
+    listed in the prompt, so a prefix evaluated for the turn's calls is reused)."""
+    answer = dict(schema) if schema is not None else _ANSWER
+    if tool_choice == "none":
+        return schema_grammar(answer)
+    answers = [] if tool_choice == "required" else [answer]
     calls = [_call_option(tool, strict=True) for tool in tools]
-    answer = [] if call_required else [dict(schema) if schema is not None else _ANSWER]
     try:
-        return schema_grammar({"anyOf": [*calls, *answer]}, strict=True)
+        return schema_grammar({"anyOf": [*calls, *answers]}, strict=True)
     except Exception:  # parameter schemas the converter can't express: constrain names only
         loose = [_call_option(tool, strict=False) for tool in tools]
-        return schema_grammar({"anyOf": [*loose, *answer]})
-
-
-def answer_grammar(schema: Mapping[str, Any] | None = None) -> str:
-    """GBNF for the answer object alone (`schema` if given): the reply to a request whose
-    tools are listed but may not be called (`tool_choice="none"`)."""
-    return schema_grammar(dict(schema) if schema is not None else _ANSWER)
+        return schema_grammar({"anyOf": [*loose, *answers]})
 
 
 _ANSWER = {

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from memeval.grading.judge import JUDGE_SCHEMA
+from memeval.grading.judge import DEFAULT_TIMEOUT_S, JUDGE_SCHEMA, judge_deadline
 from memeval.models.base import ChatResponse, ModelError
 from memeval.models.scripted import ScriptedModel
+from memeval.models.spec import parse_spec
 from tests.memeval.rundirs import RunDirBuilder, grade_and_save, memory
 
 PASS = '{"verdict": "pass", "reason": "cites 0.648 against 0.90"}'
@@ -118,6 +119,32 @@ async def test_a_judge_that_hangs_times_out_as_an_error(tmp_path: Path) -> None:
     turn = results.turn("book", 0, "s2q1")
     assert turn and turn.judge and turn.judge.verdict == "error"
     assert "timed out" in (turn.judge.error or "")
+
+
+async def _queued(*_: object) -> ChatResponse:
+    await asyncio.sleep(0.3)  # waits behind other calls, as on the embedded model's one worker
+    return ChatResponse(content=PASS)
+
+
+async def test_without_a_deadline_a_slow_judgement_is_waited_for(tmp_path: Path) -> None:
+    for strategy in ("single", "clauses"):
+        run_dir = one_question_run(tmp_path / strategy)
+        steps = [_queued] * 4 if strategy == "single" else [_queued_yes] * 4
+        results = await grade_and_save(
+            run_dir, scripted_judge(steps), timeout_s=None, strategy=strategy
+        )
+        turn = results.turn("book", 0, "s2q1")
+        assert turn and turn.judge and turn.judge.verdict == "pass", turn.judge
+
+
+async def _queued_yes(*_: object) -> ChatResponse:
+    await asyncio.sleep(0.3)
+    return ChatResponse(content='{"answer": "yes"}')
+
+
+def test_the_embedded_judge_gets_no_deadline_and_an_endpoint_does() -> None:
+    assert judge_deadline(parse_spec("local:qwen2.5-coder-1.5b")) is None
+    assert judge_deadline(parse_spec("openai:gpt-4o-mini")) == DEFAULT_TIMEOUT_S
 
 
 async def test_stored_judgements_are_reused_and_errors_are_retried(tmp_path: Path) -> None:

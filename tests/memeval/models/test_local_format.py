@@ -11,7 +11,6 @@ from memeval.models.base import ModelError
 from memeval.models.local_format import (
     CUT_OFF,
     REPEATED,
-    answer_grammar,
     normalize_messages,
     parse_reply,
     tools_grammar,
@@ -85,15 +84,15 @@ def test_tool_grammar_names_every_tool_and_the_answer() -> None:
 
 
 def test_a_required_call_leaves_no_answer_in_the_grammar() -> None:
-    grammar = tools_grammar(TOOLS, call_required=True)
+    grammar = tools_grammar(TOOLS, tool_choice="required")
     assert "query_spans" in grammar and "answer" not in grammar
 
 
-def test_the_answer_grammar_admits_no_call() -> None:
-    grammar = answer_grammar()
+def test_no_call_allowed_leaves_only_the_answer_in_the_grammar() -> None:
+    grammar = tools_grammar(TOOLS, tool_choice="none")
     assert "answer" in grammar and "query_spans" not in grammar and "name" not in grammar
     verdict = {"type": "object", "properties": {"v": {"enum": ["a", "b"]}}, "required": ["v"]}
-    assert "answer" not in answer_grammar(verdict)
+    assert "answer" not in tools_grammar(TOOLS, verdict, tool_choice="none")
 
 
 def test_an_answer_cut_off_at_the_token_limit_is_kept_and_marked() -> None:

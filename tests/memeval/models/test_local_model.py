@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 
 import jsonschema
@@ -117,6 +118,30 @@ async def test_cancelling_stops_generation(allow_model_requests: None) -> None:
         model.chat([{"role": "user", "content": "Say OK."}], max_tokens=3), timeout=30
     )
     assert answer.content
+
+
+async def test_a_call_cancelled_while_queued_leaves_no_unretrieved_error(
+    allow_model_requests: None,
+) -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context["message"]))
+    model = build_model(parse_spec(SPEC))
+    prompt = [{"role": "user", "content": "Count from 1 to 500, one number per line."}]
+    running = asyncio.ensure_future(model.chat(prompt, max_tokens=2000))
+    await asyncio.sleep(1.0)
+    queued = asyncio.ensure_future(model.chat([{"role": "user", "content": "Say OK."}]))
+    await asyncio.sleep(0.1)
+    queued.cancel()  # its job has not started: it fails "cancelled before it started"
+    running.cancel()
+    for task in (queued, running):
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    await asyncio.wait_for(model.chat([{"role": "user", "content": "Hi"}], max_tokens=2), 30)
+    del queued, running
+    gc.collect()
+    await asyncio.sleep(0)
+    assert not [m for m in reported if "never retrieved" in m]
 
 
 async def test_blocked_without_the_fixture() -> None:
