@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
-from memeval.agent_focus import focus_note
 from memeval.models.base import ChatModel, Message, ToolChoice
 from memeval.rundir.record import ToolCallRecord
 from memeval.tools import FixtureTools
@@ -108,12 +107,7 @@ class ChatAgent:
     back end's prefix cache serves what the earlier rounds evaluated; a model that calls in
     the answer round anyway is asked once more without tools. Otherwise the model chooses, for
     up to `max_tool_rounds` rounds of calls. `None` turns either rule off; `tool_first` wins
-    when both apply ("Make the dataset from what we already found").
-
-    `focus(memory, user_message)` may return a note (see agent_focus) that goes in a system
-    message just before the user's message, in every request of the turn and never in the
-    turn's messages. The default repeats the lines of the memory that bear on the message;
-    `None` sends no note."""
+    when both apply ("Make the dataset from what we already found")."""
 
     def __init__(
         self,
@@ -124,7 +118,6 @@ class ChatAgent:
         max_tokens: int = 512,
         tool_first: Callable[[str], bool] | None = needs_tool_first,
         from_memory: Callable[[str], bool] | None = answers_from_memory,
-        focus: Callable[[str | None, str], str | None] | None = focus_note,
     ) -> None:
         self.model = model
         self.system_prompt = system_prompt or default_system_prompt()
@@ -132,7 +125,6 @@ class ChatAgent:
         self.max_tokens = max_tokens
         self.tool_first = tool_first
         self.from_memory = from_memory
-        self.focus = focus
 
     async def respond(
         self,
@@ -145,10 +137,6 @@ class ChatAgent:
         prefix: list[Message] = [{"role": "system", "content": self.system_prompt}]
         if memory:
             prefix.append({"role": "system", "content": memory})
-        prefix.extend(history)
-        note = self.focus(memory, user_message) if self.focus is not None else None
-        if note:
-            prefix.append({"role": "system", "content": note})
         turn: list[Message] = [{"role": "user", "content": user_message}]
         result = AgentResult(messages=turn)
         specs = tools.specs()
@@ -163,13 +151,15 @@ class ChatAgent:
             for round_no in range(rounds + 1):
                 last_round = round_no == rounds
                 reply = await self.model.chat(
-                    [*prefix, *turn],
+                    [*prefix, *history, *turn],
                     tools=specs or None,
                     max_tokens=self.max_tokens,
                     tool_choice=_choice(bool(specs), forced, round_no, last_round),
                 )
                 if last_round and reply.tool_calls:  # a model that does not honour "none"
-                    reply = await self.model.chat([*prefix, *turn], max_tokens=self.max_tokens)
+                    reply = await self.model.chat(
+                        [*prefix, *history, *turn], max_tokens=self.max_tokens
+                    )
                 if not reply.tool_calls or last_round:
                     result.answer = (reply.content or "").strip()
                     turn.append({"role": "assistant", "content": result.answer})

@@ -39,13 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("memeval.scenario", "memeval.models", "memeval.tools", "memeval.strategy_defaults"),
     ("memeval.rundir",),
-    (
-        "memeval.systems",
-        "memeval.agent",
-        "memeval.agent_focus",
-        "memeval.control_agent",
-        "memeval.tracing.tools",
-    ),
+    ("memeval.systems", "memeval.agent", "memeval.control_agent", "memeval.tracing.tools"),
     ("memeval.replay", "memeval.runner"),
     ("memeval.grading", "memeval.health", "memeval.importers"),
     (

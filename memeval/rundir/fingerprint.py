@@ -35,7 +35,7 @@ CODE_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "pipeline code": ("reference_memory/**/*.py",),
     "agent and runner code": (
-        "memeval/agent*.py",
+        "memeval/agent.py",
         "memeval/tools.py",
         "memeval/replay/*.py",
         "memeval/runner.py",

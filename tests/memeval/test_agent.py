@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from memeval.agent import ChatAgent, answers_from_memory, needs_tool_first
-from memeval.agent_focus import FOCUS_INTRO, focus_note
 from memeval.models.base import ChatResponse, ToolCall
 from memeval.models.fake import FakeModel
 from memeval.models.scripted import ScriptedModel
@@ -199,33 +198,3 @@ async def test_a_model_that_calls_in_the_answer_round_is_asked_again_without_too
         ("auto", False),
     ]
     assert [c.arguments for c in result.tool_calls] == [{"project": "p"}]  # never run
-
-
-FOCUSED_MEMORY = "<memory>\n## Projects\n### checkout-bot\n- Span budget is 900.\n</memory>"
-
-
-async def test_the_bearing_lines_sit_just_before_the_message_and_never_in_the_turn() -> None:
-    model = ScriptedModel([_call(), "812 of 900."])
-    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
-    result = await ChatAgent(model).respond(
-        history=history,
-        user_message="How many checkout-bot spans today, against the budget?",
-        memory=FOCUSED_MEMORY,
-        tools=TOOLS,
-    )
-    for request in model.requests:
-        roles = [m["role"] for m in request.messages]
-        assert roles[:5] == ["system", "system", "user", "assistant", "system"]
-        assert request.messages[4]["content"].startswith(FOCUS_INTRO)
-        assert "checkout-bot:\n- Span budget is 900." in request.messages[4]["content"]
-        assert request.messages[5]["content"].startswith("How many checkout-bot spans")
-    assert not any(FOCUS_INTRO in str(m.get("content")) for m in result.messages)
-
-
-async def test_the_note_is_left_out_when_turned_off_or_nothing_bears() -> None:
-    for agent_focus, message in ((None, "Checkout-bot budget?"), (focus_note, "Thanks!")):
-        model = ScriptedModel(["Fine."])
-        await ChatAgent(model, focus=agent_focus).respond(
-            history=[], user_message=message, memory=FOCUSED_MEMORY, tools=TOOLS
-        )
-        assert [m["role"] for m in model.requests[0].messages] == ["system", "system", "user"]

@@ -10,7 +10,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode, format_span_id, format_trace_id
 
-from memeval.agent_focus import FOCUS_INTRO
 from memeval.tracing.spans import Tracing, setup_tracing
 
 from .flow import BIG_FILE, RUN_ID, SCENARIO, SEVENTY, USER, run_flow
@@ -135,9 +134,7 @@ async def test_eval_turn_tree_agent_tool_and_memory_spans(tracing, exporter) -> 
     assert a["llm.model_name"] == "scripted-agent"
     assert a["llm.input_messages.0.message.role"] == "system"
     assert a["llm.input_messages.1.message.content"].startswith("Memory of dana:")
-    # the note of the memory lines bearing on the message sits just before it
-    assert a["llm.input_messages.2.message.content"].startswith(FOCUS_INTRO)
-    assert a["llm.input_messages.3.message.content"] == "How many rows does agent-prod have?"
+    assert a["llm.input_messages.2.message.content"] == "How many rows does agent-prod have?"
     assert a["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] == "query_spans"
     assert json.loads(
         a["llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments"]
@@ -154,9 +151,9 @@ async def test_eval_turn_tree_agent_tool_and_memory_spans(tracing, exporter) -> 
     assert json.loads(t["output.value"]) == {"rows": 812}
 
     b = attrs(second)  # the second agent call saw the tool result in its input
-    assert b["llm.input_messages.4.message.tool_calls.0.tool_call.id"] == "call_1"
-    assert b["llm.input_messages.5.message.role"] == "tool"
-    assert b["llm.input_messages.5.message.tool_call_id"] == "call_1"
+    assert b["llm.input_messages.3.message.tool_calls.0.tool_call.id"] == "call_1"
+    assert b["llm.input_messages.4.message.role"] == "tool"
+    assert b["llm.input_messages.4.message.tool_call_id"] == "call_1"
     assert b["llm.output_messages.0.message.content"].startswith("agent-prod has 812 rows")
 
     pipeline = [(s.name, kind(s)) for s in children(spans, update)]
