@@ -45,7 +45,10 @@ async def judge_one(model: LocalModel, strategy: str, control: Control) -> dict[
     chosen = strategy_for(strategy, model.name)
     record = control.record(control.session.reference_memory)
     started = time.perf_counter()
-    result = await chosen.judge(model, record, question.criterion, check_control(control))
+    # an embedded judge gets no deadline, as in a run (memeval.grading.judge.judge_deadline)
+    result = await chosen.judge(
+        model, record, question.criterion, check_control(control), timeout_s=None
+    )
     seconds = time.perf_counter() - started
     verdict = result.verdict
     right = None
