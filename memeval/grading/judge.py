@@ -15,10 +15,9 @@ import functools
 import hashlib
 import json
 import time
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import jinja2
 
@@ -28,7 +27,6 @@ from memeval.rundir.record import TurnRecord
 from memeval.rundir.results import JudgeResult, Verdict
 from reference_memory.turn import Turn
 
-T = TypeVar("T")
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -54,11 +52,6 @@ def judge_deadline(spec: ModelSpec) -> float | None:
 
 def timed_out(timeout_s: float | None) -> str:
     return f"judge timed out after {timeout_s:g} s" if timeout_s else "judge timed out"
-
-
-async def deadline(call: Awaitable[T], timeout_s: float | None) -> T:
-    """`call`, failing with TimeoutError after `timeout_s` (never, when None)."""
-    return await (asyncio.wait_for(call, timeout_s) if timeout_s is not None else call)
 
 
 @functools.cache
@@ -136,7 +129,7 @@ async def run_judge(
     started = time.perf_counter()
     base = {"model": model.name, "input_hash": request.input_hash}
     try:
-        response = await deadline(
+        response = await asyncio.wait_for(
             model.chat(request.messages, schema=JUDGE_SCHEMA, temperature=0.0), timeout_s
         )
     except TimeoutError:

@@ -12,6 +12,7 @@ the criterion and turns "an answer that X fails" into the question "does it X?" 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -23,7 +24,6 @@ from memeval.grading.checks import question_checks
 from memeval.grading.judge import (
     DEFAULT_TIMEOUT_S,
     cut_result,
-    deadline,
     one_line,
     render_prompt,
     timed_out,
@@ -112,7 +112,7 @@ class ClausesJudge:
         ]
 
         async def ask(schema: dict[str, Any]) -> str:
-            response = await deadline(
+            response = await asyncio.wait_for(
                 model.chat(chat, schema=schema, max_tokens=MAX_TOKENS, temperature=0.0),
                 timeout_s,
             )
