@@ -5,7 +5,8 @@ A case is RIGHT when, after one pipeline update of the case's file:
      retries, or skipped because the gate could not run);
   2. every fact in `expect.records` holds by the scenario rule (a line matches one of its
      patterns; on a `[user]` line when the fact is user-tagged; inside its `## ` section when
-     it names one), and every fact in `tool_facts` holds on a line WITHOUT `[user]`;
+     it names one), and every fact in `tool_facts` holds on a line WITHOUT `[user]`, and
+     every fact in `subsections` on a line under that `### ` heading ("": under none);
   3. no `expect.forbids` pattern is anywhere in the file;
   4. with `expect.unchanged`, the file is byte-for-byte the file before;
   5. every `superseded` line (the old value of a changed fact: 70 rows, Berlin time) is gone,
@@ -43,12 +44,13 @@ class UpdaterCase(_Strict):
     facts: dict[str, Fact] = Field(default_factory=dict)
     tool_facts: list[str] = Field(default_factory=list)
     superseded: list[str] = Field(default_factory=list)  # lines of the file the turn replaces
+    subsections: dict[str, str] = Field(default_factory=dict)  # fact -> `### ` heading, "": none
     text: str = ""  # the file itself, filled in from `files` on load
 
     @model_validator(mode="after")
     def _facts_known(self) -> UpdaterCase:
         expect = self.turn.expect
-        named = [*(expect.records if expect else []), *self.tool_facts]
+        named = [*(expect.records if expect else []), *self.tool_facts, *self.subsections]
         unknown = sorted(set(named) - set(self.facts))
         if unknown:
             raise ValueError(
@@ -114,6 +116,13 @@ def judge_update(case: UpdaterCase, report: UpdateReport) -> list[str]:
         lines = [line for line in after.splitlines() if find_any(case.facts[name].match, line)]
         if lines and all(USER_LINE.match(line) for line in lines):
             wrong.append(f"{name} was found by a tool but sits on a [user] line")
+    for name, heading in case.subsections.items():
+        wanted = f"### {heading}".casefold() if heading else ""
+        match = case.facts[name].match
+        under = [h for line, h in _headings_of_lines(after) if find_any(match, line)]
+        if under and wanted not in [(h or "").casefold() for h in under]:
+            where = f"under '### {heading}'" if heading else "outside every subsection"
+            wrong.append(f"{name} is not {where} (found under: {under})")
     for pattern in expect.forbids if expect else []:
         found = search(pattern, after)
         if found:
@@ -130,3 +139,17 @@ def judge_update(case: UpdaterCase, report: UpdateReport) -> list[str]:
     if missing_sections(after):
         wrong.append(f"sections broken: {missing_sections(after)}")
     return wrong
+
+
+def _headings_of_lines(text: str) -> list[tuple[str, str | None]]:
+    """Each line with the `### ` heading it sits under (None: not in a subsection)."""
+    out: list[tuple[str, str | None]] = []
+    heading: str | None = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            heading = None
+        elif line.startswith("### "):
+            heading = line.strip()
+        else:
+            out.append((line, heading))
+    return out

@@ -37,6 +37,7 @@ from reference_memory.cascade_place import (
     duplicate_of,
     related,
     section_lines,
+    turn_project,
     under_other_subsection,
 )
 from reference_memory.cascade_text import (
@@ -192,6 +193,7 @@ class CascadeUpdater:
     async def propose(self, job: UpdateInput, caller: Caller, report: UpdateReport) -> list[EditOp]:
         chat = _Chat(caller, self.role, self.max_questions, self.chat_chars)
         walk = _Walk(job.file, chat, self, _why_no_finding(job.turn))
+        walk.project = turn_project(job.turn.projects(), "\n".join(job.turn.user_messages()))
         try:
             await walk.turn(job.turn.messages)
         except _Budget:
@@ -221,6 +223,7 @@ class _Walk:
         self.said: list[str] = []  # the user's messages so far this turn
         self.found: list[str] = []  # tool results so far (read by code, never shown)
         self.no_finding = no_finding  # why the assistant's reply can hold no finding, or ""
+        self.project = ""  # the project the user named and the turn's tools worked on
 
     async def turn(self, messages: list[Message]) -> None:
         for message in messages:
@@ -363,6 +366,8 @@ class _Walk:
                 return
         if fact.user and fact.section == "Goals" and not fact.progress:
             fact = replace(fact, title=await self._title(sentence))
+        elif fact.section == "Projects" and self.project:
+            fact = replace(fact, title=self.project)
         self.plan.adds.append(fact)
         self.log.append(
             f"  add under {fact.section}"

@@ -1,14 +1,17 @@
 """Where a `cascade` fact goes in the file, and the edit operations that put it there.
 
-Code, not the model, picks every anchor: a new line goes at the end of its section (at the end
-of the `### ` subsection the conversation names, when the section has them; a goal checkpoint
-right after the goal it measures), a new goal opens a `### ` subsection of its own, a changed
-value replaces its old line. Anchors are lines of the file as it was before the turn, so
-blocking one operation at the safety gate never strands another.
+Code, not the model, picks every anchor: a new line goes at the end of the `### ` subsection the
+conversation names, else at the end of its section, or above the first subsection when the
+section has them (so it never reads as the last subsection's); a goal checkpoint goes right after
+the goal it measures; a new goal opens a `### ` subsection of its own, and so does a project the
+user names while the turn's tools work on it; a changed value replaces its old line. Anchors
+are lines of the file as it was before the turn, so blocking one operation at the safety gate
+never strands another.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from reference_memory.cascade_text import PHRASING, numbers, overlap, words
@@ -33,7 +36,7 @@ class Fact:
     user: bool
     section: str
     progress: bool = False  # a result measured against a goal: goes under that goal
-    title: str = ""  # a new goal's `### ` heading, added with it
+    title: str = ""  # the `### ` heading it goes under (a new goal's, or its project's)
 
     @property
     def line(self) -> str:
@@ -78,6 +81,23 @@ def related(fact: Fact, file: str, limit: int = 2, anywhere: bool = False) -> li
     return [line for _, _, line in scored[:limit]]
 
 
+PROJECT_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,59}")
+"""A project name that may head a subsection: one identifier, no spaces or markup."""
+
+
+def turn_project(projects: list[str], said: str) -> str:
+    """The project a turn is about: the one of its tools' `project` arguments that the user's
+    own words name ("" when none or several are). An argument the user never said is the
+    agent's guess, and a wrong guess would file the turn's facts under another project."""
+    heard = set(words(said))
+    named = []
+    for name in projects:
+        tokens = words(name)  # one word, as the user's message is split into words
+        if PROJECT_NAME.fullmatch(name) and len(tokens) == 1 and tokens[0] in heard:
+            named.append(name)
+    return named[0] if len(named) == 1 else ""
+
+
 def _usable(file: str, line: str, avoid: set[str]) -> bool:
     return bool(line.strip()) and line not in avoid and count(file, line) == 1
 
@@ -89,6 +109,17 @@ def end_anchor(file: str, title: str, avoid: set[str]) -> str | None:
             return line
     heading = f"## {title}"
     return heading if _usable(file, heading, avoid) else None
+
+
+def lead_anchor(file: str, title: str, avoid: set[str]) -> str | None:
+    """Where a line no subsection claims goes in a section that has subsections: after the
+    section's own lines, above its first `### ` heading (the end of the section otherwise)."""
+    lines = section_lines(file, title)
+    first = next((i for i, line in enumerate(lines) if heading_level(line) == 3), None)
+    if first is None:
+        return end_anchor(file, title, avoid)
+    heading = f"## {title}"
+    return _last_usable(file, [heading, *lines[:first]], avoid)
 
 
 def _last_usable(file: str, lines: list[str], avoid: set[str]) -> str | None:
@@ -165,13 +196,15 @@ def named_subsection(file: str, title: str, text: str) -> str | None:
 
 
 def under_other_subsection(file: str, line: str, text: str) -> bool:
-    """True when `line` sits in a `### ` subsection that `text` does not name while it names
-    nothing, or names another: a fact from that conversation is about something else."""
+    """True when `line` sits in a Goals `### ` subsection that `text` does not name while it
+    names nothing, or names another: a goal said in that conversation is another subject's
+    ("get it under 8%"). Project lines are always compared: a user restating a project's fact
+    seldom names the project."""
     heading = heading_above(file, line)
-    if heading is None:
-        return False
     title = section_title_above(file, line)
-    found = subsections(file, title) if title else []
+    if heading is None or title != "Goals":
+        return False
+    found = subsections(file, title)
     own = dict(zip([h for h, _ in found], _naming_words([h for h, _ in found]), strict=True))
     return bool(own.get(heading)) and not own[heading] & set(words(text))
 
@@ -252,24 +285,25 @@ class Plan:
         return self._repair(ops)
 
     def _checkpoints_of_new_goals(self) -> dict[int, list[int]]:
-        """Lines that join a new goal's subsection, by the index of the goal: a checkpoint
-        reported on the turn that states a new goal is measured against it, and a later goal
-        of the turn given the same title belongs under the same heading."""
+        """Lines that join a new subsection, by the index of its first line: a checkpoint
+        reported on the turn that states a new goal is measured against it, and a later fact
+        of the turn given the same title and section belongs under the same heading."""
         out: dict[int, list[int]] = {}
-        titles: dict[str, int] = {}
+        titles: dict[tuple[str, str], int] = {}
         goal: int | None = None
         for i, fact in enumerate(self.adds):
-            if fact.title and fact.section == "Goals":
-                first = titles.setdefault(fact.title.casefold(), i)
+            if fact.title:
+                first = titles.setdefault((fact.section, fact.title.casefold()), i)
                 if first != i:
                     out.setdefault(first, []).append(i)
-                goal = first
+                if fact.section == "Goals":
+                    goal = first
             elif fact.progress and goal is not None:
                 out.setdefault(goal, []).append(i)
         return out
 
     def _heading(self, fact: Fact) -> str | None:
-        """The existing heading a new goal's title repeats (its line goes under it)."""
+        """The existing heading a fact's title repeats (its line goes under it)."""
         wanted = f"### {fact.title}".casefold()
         found = subsections(self.file, fact.section) if fact.title else []
         return next((h for h, _ in found if h.casefold() == wanted), None)
@@ -283,7 +317,9 @@ class Plan:
         if heading is not None:
             lines = dict(subsections(self.file, fact.section))[heading]
             return _last_usable(self.file, [heading, *lines], replaced)
-        return end_anchor(self.file, fact.section, replaced)
+        if fact.title:  # a new subsection: at the end of its section
+            return end_anchor(self.file, fact.section, replaced)
+        return lead_anchor(self.file, fact.section, replaced)
 
     def _repair(self, ops: list[EditOp]) -> list[EditOp]:
         for _ in range(len(ops) + 1):

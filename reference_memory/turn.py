@@ -35,6 +35,17 @@ class Turn:
     def user_messages(self) -> list[str]:
         return [str(m.get("content") or "") for m in self.messages if m.get("role") == "user"]
 
+    def projects(self) -> list[str]:
+        """The `project` arguments of the turn's tool calls, first seen first."""
+        found: list[str] = []
+        for m in self.messages:
+            for call in m.get("tool_calls") or []:
+                arguments = _loaded(call.get("function", {}).get("arguments"))
+                name = arguments.get("project") if isinstance(arguments, dict) else None
+                if isinstance(name, str) and name.strip() and name.strip() not in found:
+                    found.append(name.strip())
+        return found
+
     def render(self) -> str:
         """A plain-text transcript of the whole turn, tool calls and results included."""
         lines: list[str] = []

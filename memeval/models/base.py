@@ -31,7 +31,7 @@ class ChatResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    latency_s: float = 0.0
+    latency_s: float = 0.0  # the call's own seconds (an embedded call's queue wait excluded)
     model: str = ""
     cached: bool = False
     cached_prompt_tokens: int = 0  # prompt tokens a prefix (KV) cache served; 0 when unknown

@@ -111,8 +111,10 @@ class _Engine:
         cancel: threading.Event,
         stop_repeats: bool = False,
     ) -> dict[str, Any]:
-        """Blocking: render with the model's own template, generate, return the raw result.
-        `stop_repeats`: end the answer where it begins repeating itself (see _RepeatStop)."""
+        """Blocking: render with the model's own template, generate, return the raw result
+        with `compute_s`, the seconds of this call's own work (loading the model and waiting
+        for the worker excluded). `stop_repeats`: end the answer where it begins repeating
+        itself (see _RepeatStop)."""
         from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         with self._lock:
@@ -120,6 +122,7 @@ class _Engine:
                 raise ModelError("cancelled before it started")
             if self._llama is None:
                 self._load()
+            started = time.perf_counter()
             formatted = self._formatter(messages=messages)
             tokens = self._llama.tokenize(
                 formatted.prompt.encode("utf-8"), add_bos=False, special=True
@@ -150,6 +153,7 @@ class _Engine:
                 result["choices"][0]["finish_reason"] = "repeat"
             result["cached_prompt_tokens"] = reused
             self._states[self._llama._input_ids.tolist()] = _slim_state(self._llama)
+            result["compute_s"] = time.perf_counter() - started
             return result
 
     def _restore_longest_prefix(self, tokens: list[int]) -> int:
@@ -316,6 +320,8 @@ class LocalModel:
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             cached_prompt_tokens=int(result.get("cached_prompt_tokens", 0)),
-            latency_s=time.perf_counter() - started,
+            # the call's own work: one worker serves every engine, so the time a call waited
+            # behind others (the judge asks several questions at once) is not the model's
+            latency_s=float(result.get("compute_s", time.perf_counter() - started)),
             model=self.name,
         )

@@ -71,6 +71,12 @@ RIGHT: dict[str, tuple[dict[str, Label], dict[str, str]]] = {
         {"- [user] Get prod hallucination": "update"},
     ),
     "pasted-injection": ({}, {}),
+    "project-opens": ({"attributes.book.chapter is never": ("finding", "")}, {}),
+    "project-guessed": ({"Premium accounts": ("finding", "")}, {}),
+    "project-restated": (
+        {"The summarize step": ("project", "")},
+        {"- [user] agent-prod's summarize step": "update"},
+    ),
 }
 
 

@@ -1,8 +1,11 @@
-"""The cascade and `### ` subsections: a new goal opens its own, a checkpoint goes under the goal
-it measures, a fact lands in the subsection the conversation names, and a line under a
-subsection the turn does not name is never taken for an older value of the turn's fact."""
+"""The cascade and `### ` subsections: a new goal opens its own, and so does a project the user
+names while the turn's tools work on it; a checkpoint goes under the goal it measures, a fact
+lands in the subsection the conversation names (else above the first subsection), and a line
+under a goal the turn does not name is never taken for an older value of the turn's fact."""
 
 from __future__ import annotations
+
+import json
 
 from reference_memory import SKELETON, SQLiteStore, Turn, apply_ops
 from reference_memory.cascade_place import (
@@ -10,8 +13,10 @@ from reference_memory.cascade_place import (
     Plan,
     goal_anchor,
     goal_blocks,
+    lead_anchor,
     named_subsection,
     section_lines,
+    turn_project,
     under_other_subsection,
 )
 from reference_memory.cascade_text import clean_title, goal_title
@@ -227,3 +232,115 @@ def test_a_checkpoint_that_names_no_goal_follows_the_one_before_it() -> None:
 
 def _user(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
+
+
+def project_turn(user: str, project: str, reply: str) -> Turn:
+    """A turn whose one tool call works on `project`."""
+    arguments = json.dumps({"project": project, "window": "7d"})
+    call = {"id": "c1", "type": "function", "function": {"name": "stats", "arguments": arguments}}
+    return Turn(
+        messages=[
+            {"role": "user", "content": user},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "name": "stats", "content": '{"n": 9120}'},
+            {"role": "assistant", "content": reply},
+        ]
+    )
+
+
+def test_turn_projects_are_the_tool_calls_project_arguments() -> None:
+    turn = project_turn("Check agent-prod.", "agent-prod", "Fine.")
+    extra = {"name": "x", "arguments": {"project": "agent-local"}}  # arguments as an object
+    turn.messages.insert(2, {"role": "assistant", "tool_calls": [{"function": extra}]})
+    turn.messages.insert(2, {"role": "assistant", "tool_calls": [{"function": {"arguments": "!"}}]})
+    assert turn.projects() == ["agent-prod", "agent-local"]
+    assert Turn([_user("hi")]).projects() == []
+
+
+def test_the_turns_project_is_the_one_its_tools_used_that_the_user_named() -> None:
+    assert turn_project(["agent-prod"], "Is agent-prod's summarize step slow?") == "agent-prod"
+    assert turn_project(["Agent-Prod"], "how is agent-prod") == "Agent-Prod"
+    assert turn_project(["agent-prod"], "How is production doing?") == ""  # the agent's guess
+    assert turn_project(["agent-prod"], "How is prod doing?") == ""  # part of a name is not it
+    assert turn_project(["agent-prod", "agent-local"], "agent-prod vs agent-local") == ""
+    assert turn_project([], "agent-prod") == ""
+    # a name that is not one identifier never heads a subsection
+    assert turn_project(["agent prod"], "agent prod") == ""
+    assert turn_project(["x\n## Conventions"], "x\n## Conventions") == ""
+
+
+async def test_a_project_the_user_names_while_the_tools_work_on_it_opens_its_subsection(
+    store: SQLiteStore,
+) -> None:
+    store.put("dana", "acme", SKELETON.replace("## Projects\n", "## Projects\n- [user] Old.\n"))
+    model = Oracle(
+        {
+            "We moved": ("project", ""),
+            "genre is empty": ("finding", ""),
+            "Every span": ("finding", ""),
+        }
+    )
+    user = "We moved agent-prod's summarize step to gpt-4.1 last week. Check its genre field."
+    reply = "genre is empty on every agent-prod summarize span. Every span lacks a book id too."
+    report = await memory(model, store).update(
+        "dana", "acme", project_turn(user, "agent-prod", reply)
+    )
+    assert section_lines(store.get("dana", "acme"), "Projects") == [
+        "- [user] Old.",
+        "### agent-prod",
+        "- [user] We moved agent-prod's summarize step to gpt-4.1 last week.",
+        "- genre is empty on every agent-prod summarize span.",
+        "- Every span lacks a book id too.",
+    ]
+    assert "as '### agent-prod'" in report.attempts[0].raw
+
+    # a later turn that names it adds under the heading; one that does not goes above
+    # the first subsection, where it reads as no project's
+    model = Oracle({"agent-prod p50": ("finding", ""), "Seven projects": ("finding", "")})
+    more = "agent-prod p50 latency is 3.1 s over the week."
+    pipeline = memory(model, store)
+    await pipeline.update("dana", "acme", project_turn("agent-prod?", "agent-prod", more))
+    other = "Seven projects send traces to this space."
+    await pipeline.update("dana", "acme", project_turn("Projects?", "agent-local", other))
+    assert section_lines(store.get("dana", "acme"), "Projects") == [
+        "- [user] Old.",
+        "- Seven projects send traces to this space.",
+        "### agent-prod",
+        "- [user] We moved agent-prod's summarize step to gpt-4.1 last week.",
+        "- genre is empty on every agent-prod summarize span.",
+        "- Every span lacks a book id too.",
+        "- agent-prod p50 latency is 3.1 s over the week.",
+    ]
+
+
+async def test_a_line_under_a_project_is_compared_even_when_the_turn_does_not_name_it(
+    store: SQLiteStore,
+) -> None:
+    file = SKELETON.replace(
+        "## Projects\n",
+        "## Projects\n### agent-prod\n- [user] The summarize step runs on gpt-4o-mini.\n"
+        "### agent-local\n- [user] Laptop runs only.\n",
+    )
+    store.put("dana", "acme", file)
+    model = Oracle(
+        {"The summarize step": ("project", "")}, relations={"- [user] The summarize": "update"}
+    )
+    said = "The summarize step runs on gpt-4.1 now."
+    await memory(model, store).update("dana", "acme", Turn([_user(said)]))
+    assert section_lines(store.get("dana", "acme"), "Projects")[:2] == [
+        "### agent-prod",
+        "- [user] The summarize step runs on gpt-4.1 now.",
+    ]
+    assert not under_other_subsection(file, "- [user] Laptop runs only.", "anything")
+
+
+def test_a_line_no_subsection_claims_goes_above_the_first_one() -> None:
+    plan = Plan(TWO_GOALS)
+    plan.adds.append(Fact("Seven projects send traces here.", False, "Projects"))
+    text = apply_ops(TWO_GOALS, plan.ops())
+    assert section_lines(text, "Projects")[:2] == [
+        "- Seven projects send traces here.",
+        "### Book-summary agent (agent-prod)",
+    ]
+    assert lead_anchor(TWO_GOALS, "Projects", set()) == "## Projects"
+    assert lead_anchor(SKELETON, "Projects", set()) == "## Projects"  # no subsection: its end

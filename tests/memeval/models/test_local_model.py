@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import time
 
 import jsonschema
 import pytest
@@ -142,6 +143,26 @@ async def test_a_call_cancelled_while_queued_leaves_no_unretrieved_error(
     gc.collect()
     await asyncio.sleep(0)
     assert not [m for m in reported if "never retrieved" in m]
+
+
+async def test_a_calls_latency_is_its_own_work_not_its_wait_behind_another(
+    allow_model_requests: None,
+) -> None:
+    model = build_model(parse_spec(SPEC))
+    prompt = [{"role": "user", "content": "Count from 1 to 500, one number per line."}]
+    first = asyncio.ensure_future(model.chat(prompt, max_tokens=200))
+    await asyncio.sleep(0.2)
+    queued_at = time.perf_counter()
+    second = asyncio.ensure_future(model.chat([{"role": "user", "content": "Say OK."}]))
+    await first
+    first_done = time.perf_counter()
+    answer = await second
+    second_done = time.perf_counter()
+    waited = first_done - queued_at  # the second call sat in the queue at least this long
+    assert waited > 0.5
+    # its latency counts from when the worker took it, not from when it was asked
+    assert answer.latency_s <= second_done - first_done + 0.2
+    assert answer.latency_s < second_done - queued_at - 0.3
 
 
 async def test_blocked_without_the_fixture() -> None:
