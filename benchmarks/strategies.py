@@ -58,6 +58,7 @@ SAFETY: dict[str, Callable[[], SafetyStrategy]] = {
     "checklist": lambda: safety_by_name("checklist"),  # rules + questions (the strategy)
 }
 GROUPS = (
+    ("project placement", "project placement"),
     ("value change", "value changes"),
     ("injection", "injections"),
     ("nothing to keep", "keep nothing"),

@@ -193,7 +193,8 @@ class CascadeUpdater:
     async def propose(self, job: UpdateInput, caller: Caller, report: UpdateReport) -> list[EditOp]:
         chat = _Chat(caller, self.role, self.max_questions, self.chat_chars)
         walk = _Walk(job.file, chat, self, _why_no_finding(job.turn))
-        walk.project = turn_project(job.turn.projects(), "\n".join(job.turn.user_messages()))
+        walk.projects = job.turn.projects()
+        walk.project = turn_project(walk.projects, "\n".join(job.turn.user_messages()))
         try:
             await walk.turn(job.turn.messages)
         except _Budget:
@@ -223,7 +224,8 @@ class _Walk:
         self.said: list[str] = []  # the user's messages so far this turn
         self.found: list[str] = []  # tool results so far (read by code, never shown)
         self.no_finding = no_finding  # why the assistant's reply can hold no finding, or ""
-        self.project = ""  # the project the user named and the turn's tools worked on
+        self.projects: list[str] = []  # the `project` arguments of the turn's tool calls
+        self.project = ""  # the one of them the user named
 
     async def turn(self, messages: list[Message]) -> None:
         for message in messages:
@@ -366,8 +368,11 @@ class _Walk:
                 return
         if fact.user and fact.section == "Goals" and not fact.progress:
             fact = replace(fact, title=await self._title(sentence))
-        elif fact.section == "Projects" and self.project:
-            fact = replace(fact, title=self.project)
+        elif fact.section == "Projects":
+            # the project the user named, else the one the fact itself names ("genre is
+            # empty on every agent-prod span" found by a call on agent-prod)
+            project = self.project or turn_project(self.projects, fact.text)
+            fact = replace(fact, title=project) if project else fact
         self.plan.adds.append(fact)
         self.log.append(
             f"  add under {fact.section}"

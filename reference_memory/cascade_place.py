@@ -4,9 +4,9 @@ Code, not the model, picks every anchor: a new line goes at the end of the `### 
 conversation names, else at the end of its section, or above the first subsection when the
 section has them (so it never reads as the last subsection's); a goal checkpoint goes right after
 the goal it measures; a new goal opens a `### ` subsection of its own, and so does a project the
-user names while the turn's tools work on it; a changed value replaces its old line. Anchors
-are lines of the file as it was before the turn, so blocking one operation at the safety gate
-never strands another.
+turn's tools worked on when the user (or the finding itself) names it; a changed value replaces
+its old line. Anchors are lines of the file as it was before the turn, so blocking one
+operation at the safety gate never strands another.
 """
 
 from __future__ import annotations
@@ -86,9 +86,10 @@ PROJECT_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,59}")
 
 
 def turn_project(projects: list[str], said: str) -> str:
-    """The project a turn is about: the one of its tools' `project` arguments that the user's
-    own words name ("" when none or several are). An argument the user never said is the
-    agent's guess, and a wrong guess would file the turn's facts under another project."""
+    """The one of a turn's tool `project` arguments that `said` names ("" when none or several
+    are): said by the user, it is the turn's project; said by a finding, that finding's. An
+    argument nobody names is the agent's guess, and a wrong guess would file the turn's facts
+    under another project."""
     heard = set(words(said))
     named = []
     for name in projects:

@@ -313,6 +313,24 @@ async def test_a_project_the_user_names_while_the_tools_work_on_it_opens_its_sub
     ]
 
 
+async def test_a_finding_that_names_the_project_its_tool_worked_on_goes_under_it(
+    store: SQLiteStore,
+) -> None:
+    model = Oracle({"attributes.book.genre": ("finding", ""), "Premium": ("finding", "")})
+    reply = (
+        "attributes.book.genre is empty on every agent-prod summarize span. "
+        "Premium accounts make 61% of the summarize calls."
+    )
+    await memory(model, store).update(
+        "dana", "acme", project_turn("Can we slice by genre?", "agent-prod", reply)
+    )
+    assert section_lines(store.get("dana", "acme"), "Projects") == [
+        "- Premium accounts make 61% of the summarize calls.",  # names no project
+        "### agent-prod",
+        "- attributes.book.genre is empty on every agent-prod summarize span.",
+    ]
+
+
 async def test_a_line_under_a_project_is_compared_even_when_the_turn_does_not_name_it(
     store: SQLiteStore,
 ) -> None:
