@@ -43,6 +43,7 @@ from reference_memory.cascade_place import (
 from reference_memory.cascade_text import (
     TITLE_WORDS,
     acknowledges,
+    asks_latest_event,
     asks_now,
     clean_fact,
     clean_title,
@@ -402,13 +403,16 @@ def _why_no_finding(turn: Turn) -> str:
     """A finding is what a tool turned up. With no tool called, the assistant's sentences
     restate memory or the user, or are its own conclusions; when every call failed, they
     report the failure ("project X not found"), which says nothing lasting; when the user
-    called the turn a one-off ("this time"), what it turned up is the exception's."""
+    called the turn a one-off ("this time"), what it turned up is the exception's; when the
+    user asked when the latest event happened, the reply describes that event: live data."""
     if not turn.called_tools():
         return "no tool was called this turn"
     if turn.tools_all_failed():
         return "every tool call this turn returned an error"
     if any(one_off(text) for text in turn.user_messages()):
         return "the user marked this turn a one-off"
+    if any(asks_latest_event(text) for text in turn.user_messages()):
+        return "the user asked when the latest event happened: the reply is live data"
     return ""
 
 

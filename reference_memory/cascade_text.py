@@ -363,6 +363,19 @@ def states_target(sentence: str) -> bool:
 _RECENT = re.compile(r"\b(?:most recent|latest|newest|last|previous)\b", re.IGNORECASE)
 
 
+_WHEN_ASKED = re.compile(r"\b(?:when|what time|what date)\b", re.IGNORECASE)
+
+
+def asks_latest_event(message: str) -> bool:
+    """Whether a question of the message asks when the latest of something happened ("When
+    did the most recent rejected action happen?"): every sentence of the answer describes
+    that one event, which the next event makes old news."""
+    return any(
+        piece.rstrip().endswith("?") and _WHEN_ASKED.search(piece) and _RECENT.search(piece)
+        for piece in sentences(message)
+    )
+
+
 def latest_event(sentence: str) -> bool:
     """Whether the sentence says when the latest of something happened ("The most recent
     rejected action happened on June 18 at 07:05 UTC"): the next event makes it wrong."""

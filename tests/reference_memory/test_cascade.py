@@ -21,6 +21,7 @@ from reference_memory.cascade import (
 )
 from reference_memory.cascade_place import Fact, Plan
 from reference_memory.cascade_text import (
+    asks_latest_event,
     faithful,
     lasting,
     names_when,
@@ -629,6 +630,34 @@ async def test_a_turn_the_user_calls_a_one_off_records_neither_the_request_nor_t
     assert [op["text"] for op in kept.ops] == [
         "- The critique spans hallucinate at a rate of 0.175."
     ]
+
+
+async def test_the_answer_to_when_the_latest_event_happened_is_no_finding(
+    store: SQLiteStore,
+) -> None:
+    """Every sentence of that answer describes the one event the user asked about, even those
+    that name no time ("The user asked to delete the stale March datasets")."""
+    reply = "It happened at 07:05 UTC. The user asked to delete the stale datasets from March."
+    labels = {"The user asked": ("finding", ""), "It happened": ("finding", "")}
+    model = Oracle(labels)
+    asked = tool_turn("When did the most recent rejected action happen?", {"n": 1}, reply)
+    report = await memory(model, store).update("dana", "acme", asked)
+    assert _kind_questions(model) == [] and report.ops == []
+    assert "the user asked when the latest event happened" in report.attempts[0].raw
+    model = Oracle(labels)
+    other = tool_turn("Why was the rejected action rejected?", {"n": 1}, reply)
+    kept = await memory(model, store).update("dana", "acme", other)
+    assert "- The user asked to delete the stale datasets from March." in [
+        op["text"] for op in kept.ops
+    ]
+
+
+def test_which_questions_ask_when_the_latest_event_happened() -> None:
+    assert asks_latest_event("When did the most recent rejected action happen?")
+    assert asks_latest_event("For him, what time did that last rejected action happen?")
+    assert not asks_latest_event("What's the latest hit rate?")  # a value, not when
+    assert not asks_latest_event("When does the launch happen?")  # no latest
+    assert not asks_latest_event("Tell me when the latest run finishes.")  # not a question
 
 
 def test_a_one_off_worded_with_a_standing_rule_is_a_rule() -> None:
