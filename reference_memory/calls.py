@@ -83,6 +83,7 @@ class Caller:
         except Exception as exc:
             record.latency_s = time.perf_counter() - started
             record.error = f"{type(exc).__name__}: {exc}"
+            record.cached = bool(getattr(exc, "cached", False))  # a failure a cache replayed
             raise ModelCallError(role, record.error) from exc
         record.latency_s = completion.latency_s or (time.perf_counter() - started)
         record.model = completion.model or record.model

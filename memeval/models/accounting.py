@@ -144,6 +144,7 @@ class RecordingModel:
                     model=self.name,
                     latency_s=time.perf_counter() - started,
                     error=f"{type(exc).__name__}: {exc}"[:500],
+                    cached=bool(getattr(exc, "cached", False)),  # a cached ReplyError
                     fake=fake,
                 )
             )

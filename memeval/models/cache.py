@@ -3,7 +3,10 @@
 The key hashes everything that can change an answer: the model spec, messages, tools,
 schema, sampling parameters, the model's own `decoding` name when it has one, and the repeat
 index (so `--repeat 3` asks three times, and a re-run or resumed run replays each repeat
-offline). Failed calls are never cached.
+offline). Failed calls are not cached, except an embedded model's unusable reply (ReplyError):
+it decodes deterministically, so the same request fails the same way; such a failure is kept
+in a table of its own (a reader that predates it never meets it) and raised again on a hit,
+marked cached, so a re-run of a run with one needs no model at all.
 WAL mode plus a busy timeout let two processes share one file; a lock serializes this
 process's threads, and the event loop never waits on SQLite (calls run in a worker thread).
 """
@@ -22,7 +25,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memeval.models.base import ChatModel, ChatResponse, Message, ToolCall, ToolChoice
+from memeval.models.base import (
+    ChatModel,
+    ChatResponse,
+    Message,
+    ReplyError,
+    ToolCall,
+    ToolChoice,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +43,14 @@ CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
     model TEXT NOT NULL,
     response TEXT NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
+_FAILURES = """
+CREATE TABLE IF NOT EXISTS reply_errors (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    error TEXT NOT NULL,
     created_at REAL NOT NULL
 )
 """
@@ -74,19 +92,37 @@ class ResponseCache:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
+            self._conn.execute(_FAILURES)
         self.hits = 0
         self.misses = 0
 
     def get(self, key: str) -> ChatResponse | None:
+        """The stored response; raises the stored ReplyError (marked cached) for a request
+        whose reply could not be used; None when neither is stored."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT response FROM responses WHERE key = ?", (key,)
             ).fetchone()
-        if row is None:
+            failed = None
+            if row is None:
+                failed = self._conn.execute(
+                    "SELECT error FROM reply_errors WHERE key = ?", (key,)
+                ).fetchone()
+        if row is None and failed is None:
             self.misses += 1
             return None
         self.hits += 1
+        if failed is not None:
+            raise ReplyError(str(failed[0]), cached=True)
         return _decode(row[0])
+
+    def put_failure(self, key: str, model: str, error: ReplyError) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO reply_errors (key, model, error, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (key, model, str(error), time.time()),
+            )
 
     def put(self, key: str, model: str, response: ChatResponse) -> None:
         with self._lock:
@@ -156,14 +192,21 @@ class CachedModel:
             hit.cached = True
             hit.latency_s = time.perf_counter() - started
             return hit
-        response = await self.inner.chat(
-            messages,
-            tools=tools,
-            schema=schema,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            tool_choice=tool_choice,
-        )
+        try:
+            response = await self.inner.chat(
+                messages,
+                tools=tools,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tool_choice=tool_choice,
+            )
+        except ReplyError as exc:
+            try:
+                await asyncio.to_thread(self.cache.put_failure, key, self.name, exc)
+            except sqlite3.Error as db_exc:
+                log.warning("response cache write failed (%s); the failure is not cached", db_exc)
+            raise
         try:
             await asyncio.to_thread(self.cache.put, key, self.name, response)
         except sqlite3.Error as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 from llama_cpp.llama_grammar import JSON_GBNF, SchemaConverter
 
-from memeval.models.base import Message, ModelError, ToolCall, ToolChoice
+from memeval.models.base import Message, ReplyError, ToolCall, ToolChoice
 
 TOOLS_INSTRUCTION = """# Tools
 
@@ -185,7 +185,7 @@ def parse_reply(
         if partial is not None:
             return partial + mark, []
         why = _STOPPED_WHY.get(stopped, "not the JSON asked for")
-        raise ModelError(f"local model: reply is {why}: {text[:120]!r}") from exc
+        raise ReplyError(f"local model: reply is {why}: {text[:120]!r}") from exc
     if isinstance(data, dict) and "name" in data and "arguments" in data and len(data) == 2:
         body = json.dumps(data, sort_keys=True)
         # deterministic ids: a re-run must send the same history to hit the response cache
@@ -195,7 +195,7 @@ def parse_reply(
         return text, []
     if isinstance(data, dict) and isinstance(data.get("answer"), str):
         return data["answer"], []
-    raise ModelError(f"local model: reply is neither a call nor an answer: {text[:120]!r}")
+    raise ReplyError(f"local model: reply is neither a call nor an answer: {text[:120]!r}")
 
 
 _ANSWER_START = re.compile(r'^\s*\{\s*"answer"\s*:\s*"')

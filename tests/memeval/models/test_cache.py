@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memeval.models.base import ChatResponse, ToolCall
+from memeval.models.accounting import RecordingModel
+from memeval.models.base import CallRecord, ChatResponse, ReplyError, ToolCall
 from memeval.models.cache import CachedModel, ResponseCache, request_key
 from memeval.models.scripted import FunctionModel
 
@@ -121,6 +122,43 @@ async def test_failures_are_not_cached(cache: ResponseCache) -> None:
         await CachedModel(inner, cache).chat(MESSAGES)
     assert len(cache) == 0
     assert (await CachedModel(inner, cache).chat(MESSAGES)).content == "fine"
+
+
+async def test_an_embedded_models_unusable_reply_is_cached_and_raised_again(
+    cache: ResponseCache,
+) -> None:
+    """The same request decodes to the same reply, so a re-run fails the same way without
+    asking the model; the failure is marked cached and kept apart from the responses."""
+    outcomes: list[object] = [ReplyError("local model: reply is repeating itself: '{'")]
+
+    def stopped(m: object, t: object, s: object) -> object:
+        return outcomes.pop(0)
+
+    inner = FunctionModel(stopped, name="local:x")
+    with pytest.raises(ReplyError) as first:
+        await CachedModel(inner, cache).chat(MESSAGES)
+    assert not first.value.cached
+    with pytest.raises(ReplyError, match="repeating itself") as again:
+        await CachedModel(inner, cache).chat(MESSAGES)  # `outcomes` is empty: no model call
+    assert again.value.cached and inner.calls == 1
+    assert len(cache) == 0  # no response stored
+    with pytest.raises(ReplyError):
+        await CachedModel(inner, ResponseCache(cache.path)).chat(MESSAGES)  # persisted
+
+
+async def test_a_cached_reply_error_is_recorded_as_a_cached_failed_call(
+    cache: ResponseCache,
+) -> None:
+    inner = FunctionModel(lambda m, t, s: ReplyError("cut off"), name="local:x")
+    calls: list[CallRecord] = []
+    for _ in range(2):
+        model = RecordingModel(CachedModel(inner, cache), "agent", calls)
+        with pytest.raises(ReplyError):
+            await model.chat(MESSAGES)
+    assert [(c.cached, c.error) for c in calls] == [
+        (False, "ReplyError: cut off"),
+        (True, "ReplyError: cut off"),
+    ]
 
 
 async def test_a_free_tool_choice_keeps_the_keys_written_before_it_existed(
