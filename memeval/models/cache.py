@@ -21,7 +21,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,20 +116,17 @@ class ResponseCache:
             raise ReplyError(str(failed[0]), cached=True)
         return _decode(row[0])
 
-    def put_failure(self, key: str, model: str, error: ReplyError) -> None:
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO reply_errors (key, model, error, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (key, model, str(error), time.time()),
-            )
-
     def put(self, key: str, model: str, response: ChatResponse) -> None:
+        self._insert("responses (key, model, response, created_at)", key, model, _encode(response))
+
+    def put_failure(self, key: str, model: str, error: ReplyError) -> None:
+        self._insert("reply_errors (key, model, error, created_at)", key, model, str(error))
+
+    def _insert(self, into: str, key: str, model: str, value: str) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO responses (key, model, response, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (key, model, _encode(response), time.time()),
+                f"INSERT OR REPLACE INTO {into} VALUES (?, ?, ?, ?)",
+                (key, model, value, time.time()),
             )
 
     def __len__(self) -> int:
@@ -202,13 +199,16 @@ class CachedModel:
                 tool_choice=tool_choice,
             )
         except ReplyError as exc:
-            try:
-                await asyncio.to_thread(self.cache.put_failure, key, self.name, exc)
-            except sqlite3.Error as db_exc:
-                log.warning("response cache write failed (%s); the failure is not cached", db_exc)
+            await self._store(self.cache.put_failure, key, exc, "the failure")
             raise
-        try:
-            await asyncio.to_thread(self.cache.put, key, self.name, response)
-        except sqlite3.Error as exc:
-            log.warning("response cache write failed (%s); the answer is not cached", exc)
+        await self._store(self.cache.put, key, response, "the answer")
         return response
+
+    async def _store(
+        self, put: Callable[[str, str, Any], None], key: str, value: Any, what: str
+    ) -> None:
+        """Write to the cache off the event loop; a broken cache costs only the caching."""
+        try:
+            await asyncio.to_thread(put, key, self.name, value)
+        except sqlite3.Error as exc:
+            log.warning("response cache write failed (%s); %s is not cached", exc, what)
