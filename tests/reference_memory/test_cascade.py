@@ -102,8 +102,9 @@ def memory(model: Oracle, store: SQLiteStore, **options: Any) -> FileMemory:
     )
 
 
-def tool_turn(user: str, result: Any, reply: str) -> Turn:
-    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+def tool_turn(user: str, result: Any, reply: str, arguments: dict[str, Any] | None = None) -> Turn:
+    function = {"name": "lookup", "arguments": json.dumps(arguments or {})}
+    call = {"id": "c1", "type": "function", "function": function}
     return Turn(
         messages=[
             {"role": "user", "content": user},

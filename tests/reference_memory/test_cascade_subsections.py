@@ -5,8 +5,6 @@ under a goal the turn does not name is never taken for an older value of the tur
 
 from __future__ import annotations
 
-import json
-
 from reference_memory import SKELETON, SQLiteStore, Turn, apply_ops
 from reference_memory.cascade_place import (
     Fact,
@@ -236,16 +234,7 @@ def _user(text: str) -> dict[str, str]:
 
 def project_turn(user: str, project: str, reply: str) -> Turn:
     """A turn whose one tool call works on `project`."""
-    arguments = json.dumps({"project": project, "window": "7d"})
-    call = {"id": "c1", "type": "function", "function": {"name": "stats", "arguments": arguments}}
-    return Turn(
-        messages=[
-            {"role": "user", "content": user},
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "c1", "name": "stats", "content": '{"n": 9120}'},
-            {"role": "assistant", "content": reply},
-        ]
-    )
+    return tool_turn(user, {"n": 9120}, reply, {"project": project, "window": "7d"})
 
 
 def test_turn_projects_are_the_tool_calls_project_arguments() -> None:
