@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
-from memeval.models.base import ChatModel, Message, ToolChoice
+from memeval.models.base import ChatModel, Message, ReplyError, ToolChoice
 from memeval.rundir.record import ToolCallRecord
 from memeval.tools import FixtureTools
 
@@ -107,7 +107,13 @@ class ChatAgent:
     back end's prefix cache serves what the earlier rounds evaluated; a model that calls in
     the answer round anyway is asked once more without tools. Otherwise the model chooses, for
     up to `max_tool_rounds` rounds of calls. `None` turns either rule off; `tool_first` wins
-    when both apply ("Make the dataset from what we already found")."""
+    when both apply ("Make the dataset from what we already found").
+
+    A call round whose reply cannot be used (ReplyError: a call cut off or repeating itself)
+    is followed at once by the answer round, with the tools and results the turn already
+    holds: the turn gets an answer to grade, and the failed call stays in the turn's model
+    calls, where the report shows it. A failed answer round, or any other failure, is the
+    turn's error."""
 
     def __init__(
         self,
@@ -148,14 +154,21 @@ class ChatAgent:
         else:
             rounds = self.max_tool_rounds
         try:
-            for round_no in range(rounds + 1):
-                last_round = round_no == rounds
-                reply = await self.model.chat(
-                    [*prefix, *history, *turn],
-                    tools=specs or None,
-                    max_tokens=self.max_tokens,
-                    tool_choice=_choice(bool(specs), forced, round_no, last_round),
-                )
+            round_no = 0
+            while True:
+                last_round = round_no >= rounds
+                try:
+                    reply = await self.model.chat(
+                        [*prefix, *history, *turn],
+                        tools=specs or None,
+                        max_tokens=self.max_tokens,
+                        tool_choice=_choice(bool(specs), forced, round_no, last_round),
+                    )
+                except ReplyError:
+                    if last_round:
+                        raise
+                    rounds = round_no = round_no + 1  # answer now, with what the turn holds
+                    continue
                 if last_round and reply.tool_calls:  # a model that does not honour "none"
                     reply = await self.model.chat(
                         [*prefix, *history, *turn], max_tokens=self.max_tokens
@@ -164,6 +177,7 @@ class ChatAgent:
                     result.answer = (reply.content or "").strip()
                     turn.append({"role": "assistant", "content": result.answer})
                     return result
+                round_no += 1
                 turn.append(_assistant_tool_message(reply.content, reply.tool_calls))
                 for call in reply.tool_calls:
                     output = tools.call(call.name, call.arguments)

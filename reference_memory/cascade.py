@@ -193,9 +193,7 @@ class CascadeUpdater:
 
     async def propose(self, job: UpdateInput, caller: Caller, report: UpdateReport) -> list[EditOp]:
         chat = _Chat(caller, self.role, self.max_questions, self.chat_chars)
-        walk = _Walk(job.file, chat, self, _why_no_finding(job.turn))
-        walk.projects = job.turn.projects()
-        walk.project = turn_project(walk.projects, "\n".join(job.turn.user_messages()))
+        walk = _Walk(job.file, chat, self, job.turn)
         try:
             await walk.turn(job.turn.messages)
         except _Budget:
@@ -218,15 +216,15 @@ class CascadeUpdater:
 class _Walk:
     """One turn's pass over its messages, collecting decisions into a Plan."""
 
-    def __init__(self, file: str, chat: _Chat, config: CascadeUpdater, no_finding: str) -> None:
+    def __init__(self, file: str, chat: _Chat, config: CascadeUpdater, turn: Turn) -> None:
         self.file, self.chat, self.config = file, chat, config
         self.plan = Plan(file)
         self.log: list[str] = []
         self.said: list[str] = []  # the user's messages so far this turn
         self.found: list[str] = []  # tool results so far (read by code, never shown)
-        self.no_finding = no_finding  # why the assistant's reply can hold no finding, or ""
-        self.projects: list[str] = []  # the `project` arguments of the turn's tool calls
-        self.project = ""  # the one of them the user named
+        self.no_finding = _why_no_finding(turn)  # why the reply can hold no finding, or ""
+        self.projects = turn.projects()  # the `project` arguments of the turn's tool calls
+        self.project = turn_project(self.projects, "\n".join(turn.user_messages()))  # the named one
 
     async def turn(self, messages: list[Message]) -> None:
         for message in messages:

@@ -22,6 +22,7 @@ from typing import Any
 from memeval.models import guard
 from memeval.models.base import ChatResponse, Message, ModelError, ToolChoice
 from memeval.models.local_format import (
+    FORMAT_DIGEST,
     normalize_messages,
     parse_reply,
     schema_grammar,
@@ -36,9 +37,10 @@ SEED = 0
 STATE_CACHE_BYTES = 2 << 30  # ~20 cached 3,000-token prefixes of the 1.5B model (KV bytes)
 REPEAT_WINDOW = 24  # tokens: a run this long generated twice means the answer is looping
 DECODING = "repeat-stop-24"
-"""Names how this engine decodes beyond the request's own parameters; part of the response
-cache key (memeval.models.cache), so an answer decoded another way is never served as this
-engine's."""
+"""Names how this engine decodes beyond the request's own parameters. With local_format's
+FORMAT_DIGEST it makes the model's `decoding` name, part of the response cache key
+(memeval.models.cache), so an answer decoded, rendered or read another way is never served
+as this engine's."""
 
 # One worker for every engine: llama.cpp calls queue here, in order, off the event loop.
 _worker = ThreadPoolExecutor(1, thread_name_prefix="llama")
@@ -273,7 +275,7 @@ class LocalModel:
     def __init__(self, name: str) -> None:
         self.info = lookup(name)
         self.name = f"local:{self.info.name}"
-        self.decoding = DECODING
+        self.decoding = f"{DECODING} format-{FORMAT_DIGEST}"
         self.engine = engine_for(self.info)
 
     def prepare(self) -> Path:

@@ -13,11 +13,17 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from llama_cpp.llama_grammar import JSON_GBNF, SchemaConverter
 
 from memeval.models.base import Message, ReplyError, ToolCall, ToolChoice
+
+FORMAT_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+"""This module's bytes, hashed: how a request is rendered for the embedded model and how its
+reply is read. Part of the local model's `decoding` name, so the response cache never serves
+a reply, or an unusable reply's error, that another version of this code rendered or read."""
 
 TOOLS_INSTRUCTION = """# Tools
 

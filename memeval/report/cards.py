@@ -105,6 +105,14 @@ class Card:
         return bool(self.missed)
 
     @property
+    def agent_call_errors(self) -> list[str]:
+        """Failed agent model calls of a turn the agent still answered (one it answered
+        without: the built-in agent answers at once after a call round it cannot use)."""
+        if self.agent_error:
+            return []
+        return [c.error for c in self.calls if c.role == "agent" and c.error]
+
+    @property
     def failing(self) -> bool:
         """A failed or errored verdict, or a pipeline problem a reviewer must look at."""
         if self.agent_error or self.status in _BAD_STATUS:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memeval.agent import ChatAgent, answers_from_memory, needs_tool_first
-from memeval.models.base import ChatResponse, ToolCall
+from memeval.models.base import ChatResponse, ModelError, ReplyError, ToolCall
 from memeval.models.fake import FakeModel
 from memeval.models.scripted import ScriptedModel
 from memeval.scenario.schema import Tool
@@ -198,3 +198,46 @@ async def test_a_model_that_calls_in_the_answer_round_is_asked_again_without_too
         ("auto", False),
     ]
     assert [c.arguments for c in result.tool_calls] == [{"project": "p"}]  # never run
+
+
+async def test_a_call_round_the_model_cannot_finish_is_followed_by_the_answer_round() -> None:
+    # the embedded model's repeat stop can cut a call's arguments: answer rather than fail
+    looping = ReplyError('local model: reply is repeating itself: \'{"name": "run_eval"\'')
+    model = ScriptedModel([looping, "I could not count the spans."])
+    result = await ChatAgent(model).respond(
+        history=[], user_message="How many spans today?", memory=None, tools=TOOLS
+    )
+    assert result.error is None and result.answer == "I could not count the spans."
+    assert [(r.tool_choice, bool(r.tools)) for r in model.requests] == [
+        ("required", True),
+        ("none", True),  # the same request, now the answer round
+    ]
+    assert result.tool_calls == [] and result.messages[-1]["role"] == "assistant"
+
+
+async def test_a_later_unusable_call_round_keeps_the_results_already_in() -> None:
+    model = ScriptedModel([_call(), ReplyError("cut off"), "812 spans."])
+    result = await ChatAgent(model).respond(
+        history=[], user_message="Who signs off the launch?", memory=None, tools=TOOLS
+    )
+    assert result.error is None and result.answer == "812 spans."
+    assert [r.tool_choice for r in model.requests] == ["auto", "auto", "none"]
+    assert [m["role"] for m in model.requests[2].messages[-2:]] == ["assistant", "tool"]
+    assert [c.result for c in result.tool_calls] == [{"spans": 812}]
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ([ReplyError("repeating")], "Remind me who signs off."),  # the answer round itself
+        ([ReplyError("repeating"), ReplyError("repeating")], "How many spans today?"),
+        ([ModelError("HTTP 429")], "How many spans today?"),  # not an unusable reply
+    ],
+)
+async def test_other_failures_are_the_turns_error(script: list[Any], message: str) -> None:
+    model = ScriptedModel(script)
+    result = await ChatAgent(model).respond(
+        history=[], user_message=message, memory=None, tools=TOOLS
+    )
+    assert result.error is not None and result.answer == ""
+    assert len(model.requests) == len(script)  # nothing asked after the turn failed

@@ -101,6 +101,20 @@ async def test_a_models_decoding_name_is_part_of_the_key(cache: ResponseCache) -
     assert inner.calls == 2 and not again.cached
 
 
+def test_an_embedded_models_decoding_name_changes_with_its_reply_format() -> None:
+    # how requests are rendered and replies read lives in local_format: a reply cached
+    # under another version of that module (an unusable one above all) must not be served
+    import hashlib
+
+    from memeval.models import local_format
+    from memeval.models.local import DECODING, LocalModel
+
+    digest = hashlib.sha256(Path(local_format.__file__).read_bytes()).hexdigest()[:12]
+    assert digest == local_format.FORMAT_DIGEST
+    model = LocalModel("qwen2.5-coder-0.5b")  # loads nothing until its first call
+    assert model.decoding == f"{DECODING} format-{digest}"
+
+
 async def test_tool_calls_round_trip(cache: ResponseCache) -> None:
     call = ToolCall("call_1", "query", {"project": "p", "n": [1, 2]})
     inner = FunctionModel(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memeval.models.local import REPEAT_WINDOW, _RepeatStop
+from memeval.models.local_format import FORMAT_DIGEST
 
 PROMPT = [7, 7, 7]
 
@@ -71,4 +72,5 @@ async def test_the_embedded_model_is_stopped_where_it_starts_repeating(
     )
     assert raw["choices"][0]["finish_reason"] == "length"
     assert raw["choices"][0]["text"].lower().count("satisfaction") > 10
-    assert model.decoding == "repeat-stop-24"  # and so the response cache keys it apart
+    # and so the response cache keys it apart, as it keys apart another reply format
+    assert model.decoding == f"repeat-stop-24 format-{FORMAT_DIGEST}"

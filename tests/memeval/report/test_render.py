@@ -264,3 +264,23 @@ def test_the_files_limits_are_drawn_only_for_a_file_memory(tmp_path: Path) -> No
     for system in ("retrieval", "core-search"):  # a fact list, or a core plus its archive
         assert "cap 8,000" not in chart_labels(system)
         assert "trigger 7,000" not in chart_labels(system)
+
+
+def test_a_failed_agent_call_the_agent_answered_without_is_shown_on_its_card(
+    tmp_path: Path,
+) -> None:
+    from tests.memeval.rundirs import RunDirBuilder
+
+    failed = {"role": "agent", "model": "local:m", "error": "ReplyError: reply is repeating"}
+    answered = {"role": "agent", "model": "local:m", "prompt_tokens": 900}
+    run = RunDirBuilder(tmp_path / "run")
+    sc = run.scenario("tiny")
+    sc.turn("t1")
+    sc.turn("q1", session="s2", kind="eval", answer="Could not run it.", calls=[failed, answered])
+    sc.turn("q2", session="s2", kind="eval", answer="", calls=[failed], agent_error="gave up")
+    _, elements = _report(graded(run.write()))
+    shown = text_of(by_id(elements, "u0-t1"))
+    assert "agent call failed, answered without it: ReplyError: reply is repeating" in shown
+    assert "Could not run it." in shown
+    errored = text_of(by_id(elements, "u0-t2"))  # the turn's error says it, once
+    assert "agent error: gave up" in errored and "answered without it" not in errored
