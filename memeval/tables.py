@@ -160,6 +160,7 @@ def llm_calls_table(records: list[TurnRecord], results: RunResults) -> pd.DataFr
                     "prompt_tokens": judge.prompt_tokens,
                     "completion_tokens": judge.completion_tokens,
                     "latency_s": judge.latency_s,
+                    "cached": judge.cached,
                     "error": judge.error,
                 }
             )

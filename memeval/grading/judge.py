@@ -141,6 +141,7 @@ async def run_judge(
         "prompt_tokens": response.prompt_tokens,
         "completion_tokens": response.completion_tokens,
         "latency_s": response.latency_s or time.perf_counter() - started,
+        "cached": response.cached,
     }
     try:
         verdict, reason = parse_judgement(response.content)

@@ -105,6 +105,7 @@ class ClausesJudge:
     ) -> JudgeResult:
         base = {"model": model.name, "input_hash": self.input_hash(record, criterion, check)}
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        served: list[bool] = []  # per call: served by the response cache
         started = time.perf_counter()
         chat: list[Message] = [
             {"role": "system", "content": _system()},
@@ -118,13 +119,17 @@ class ClausesJudge:
             )
             usage["prompt_tokens"] += response.prompt_tokens
             usage["completion_tokens"] += response.completion_tokens
+            served.append(response.cached)
             content = response.content or ""
             chat.append({"role": "assistant", "content": content})
             return _field(content, schema)
 
         def finish(verdict: str, reason: str) -> JudgeResult:
             seconds = time.perf_counter() - started
-            return JudgeResult(verdict=verdict, reason=reason, latency_s=seconds, **base, **usage)
+            cached = bool(served) and all(served)
+            return JudgeResult(
+                verdict=verdict, reason=reason, latency_s=seconds, cached=cached, **base, **usage
+            )
 
         try:
             for clause in clauses(criterion):

@@ -77,6 +77,7 @@ class JudgeResult(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    cached: bool = False  # every call of this judgement was served by the response cache
 
 
 class HumanGrade(BaseModel):

@@ -238,3 +238,21 @@ async def test_an_agent_failure_is_an_error_not_a_judgement(tmp_path: Path) -> N
     assert (turn.question.verdict, turn.question.source) == ("error", "check")
     assert turn.question.reason == "the agent failed: TimeoutError: 300 s"
     assert str(results.metrics[0].memory_corruptible) == "0/1"
+
+
+async def test_a_judgement_the_response_cache_served_says_so(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from memeval.rundir.saved import SavedRun
+    from memeval.tables import write_tables
+
+    for cached in (False, True):
+        run_dir = one_question_run(tmp_path / f"cached-{cached}")
+        judge = scripted_judge([ChatResponse(content=PASS, cached=cached, latency_s=0.2)])
+        results = await grade_and_save(run_dir, judge)
+        turn = results.turn("book", 0, "s2q1")
+        assert turn and turn.judge and turn.judge.verdict == "pass"
+        assert turn.judge.cached is cached
+        write_tables(SavedRun.open(run_dir), results)
+        calls = pd.read_csv(run_dir / "llm_calls.csv")
+        assert calls.loc[calls["role"] == "judge", "cached"].tolist() == [cached]

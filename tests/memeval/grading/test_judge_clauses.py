@@ -10,7 +10,7 @@ import pytest
 
 from memeval.grading.judge_clauses import ClausesJudge, clauses
 from memeval.grading.judge_strategies import strategy_for
-from memeval.models.base import ModelError
+from memeval.models.base import ChatResponse, ModelError
 from memeval.models.scripted import ScriptedModel
 from memeval.rundir.record import TurnRecord
 from memeval.scenario.schema import Question
@@ -72,6 +72,19 @@ def test_every_part_met_and_the_fail_condition_absent_is_a_pass() -> None:
     assert "answer_matches[0]: matched '0.648'" in material  # the checks' findings are shown
     assert material.index("v2 scored 0.648") < material.index("The agent's answer")  # memory first
     assert model.requests[0].messages[0]["role"] == "system"  # static text first
+
+
+def test_a_judgement_is_cached_only_when_every_question_of_it_was() -> None:
+    def served(value: str, cached: bool) -> ChatResponse:
+        return ChatResponse(content=a(value), cached=cached)
+
+    for flags, expected in [((True, True, True), True), ((True, False, True), False)]:
+        answers = zip(["yes", "yes", "no"], flags, strict=True)
+        model = ScriptedModel([served(value, cached) for value, cached in answers])
+        rec = record("0.648, against 0.90.")
+        assert rec.question is not None
+        result = asyncio.run(ClausesJudge().judge(model, rec, rec.question.criterion, None))
+        assert result.verdict == "pass" and result.cached is expected
 
 
 def test_a_part_not_met_fails_and_says_which() -> None:
