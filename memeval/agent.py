@@ -14,6 +14,10 @@ from memeval.rundir.record import ToolCallRecord
 from memeval.tools import FixtureTools
 
 DEFAULT_MAX_TOOL_ROUNDS = 4
+CALL_FAILED_NOTE = (
+    "Your last tool call could not be read, so it did not run and there is no result from it. "
+    "Answer now without it: say plainly what you could not do, and do not say it was done."
+)
 
 # What makes a message need a tool before any answer, read from its wording alone: a clause
 # that opens with an action (after "please", "can you"...), or a question about live data
@@ -111,9 +115,10 @@ class ChatAgent:
 
     A call round whose reply cannot be used (ReplyError: a call cut off or repeating itself)
     is followed at once by the answer round, with the tools and results the turn already
-    holds: the turn gets an answer to grade, and the failed call stays in the turn's model
-    calls, where the report shows it. A failed answer round, or any other failure, is the
-    turn's error."""
+    holds and CALL_FAILED_NOTE at the end of the request (not of the turn's messages): the
+    turn gets an answer to grade, one that does not claim the failed call ran, and the failed
+    call stays in the turn's model calls, where the report shows it. A failed answer round,
+    or any other failure, is the turn's error."""
 
     def __init__(
         self,
@@ -153,13 +158,14 @@ class ChatAgent:
             rounds = 0  # the only round is the answer: tools listed, no call allowed
         else:
             rounds = self.max_tool_rounds
+        notes: list[Message] = []  # request-only: never in the turn's messages
         try:
             round_no = 0
             while True:
                 last_round = round_no >= rounds
                 try:
                     reply = await self.model.chat(
-                        [*prefix, *history, *turn],
+                        [*prefix, *history, *turn, *notes],
                         tools=specs or None,
                         max_tokens=self.max_tokens,
                         tool_choice=_choice(bool(specs), forced, round_no, last_round),
@@ -168,10 +174,11 @@ class ChatAgent:
                     if last_round:
                         raise
                     rounds = round_no = round_no + 1  # answer now, with what the turn holds
+                    notes = [{"role": "system", "content": CALL_FAILED_NOTE}]
                     continue
                 if last_round and reply.tool_calls:  # a model that does not honour "none"
                     reply = await self.model.chat(
-                        [*prefix, *history, *turn], max_tokens=self.max_tokens
+                        [*prefix, *history, *turn, *notes], max_tokens=self.max_tokens
                     )
                 if not reply.tool_calls or last_round:
                     result.answer = (reply.content or "").strip()

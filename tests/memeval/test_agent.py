@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memeval.agent import ChatAgent, answers_from_memory, needs_tool_first
+from memeval.agent import CALL_FAILED_NOTE, ChatAgent, answers_from_memory, needs_tool_first
 from memeval.models.base import ChatResponse, ModelError, ReplyError, ToolCall
 from memeval.models.fake import FakeModel
 from memeval.models.scripted import ScriptedModel
@@ -213,6 +213,12 @@ async def test_a_call_round_the_model_cannot_finish_is_followed_by_the_answer_ro
         ("none", True),  # the same request, now the answer round
     ]
     assert result.tool_calls == [] and result.messages[-1]["role"] == "assistant"
+    # the answer round is told the call did not run (so it does not claim it did); the note
+    # is the request's last message and never one of the turn's, which memory reads
+    retry = model.requests[1].messages
+    assert retry[:-1] == model.requests[0].messages  # the same request, so its prefix is reused
+    assert retry[-1] == {"role": "system", "content": CALL_FAILED_NOTE}
+    assert all(m.get("content") != CALL_FAILED_NOTE for m in result.messages)
 
 
 async def test_a_later_unusable_call_round_keeps_the_results_already_in() -> None:
@@ -222,7 +228,9 @@ async def test_a_later_unusable_call_round_keeps_the_results_already_in() -> Non
     )
     assert result.error is None and result.answer == "812 spans."
     assert [r.tool_choice for r in model.requests] == ["auto", "auto", "none"]
-    assert [m["role"] for m in model.requests[2].messages[-2:]] == ["assistant", "tool"]
+    answer_round = model.requests[2].messages
+    assert [m["role"] for m in answer_round[-3:-1]] == ["assistant", "tool"]  # the call kept
+    assert answer_round[-1]["content"] == CALL_FAILED_NOTE
     assert [c.result for c in result.tool_calls] == [{"spans": 812}]
 
 
