@@ -204,8 +204,8 @@ def _cache_difference(base: CacheUse | None, run: CacheUse | None) -> Difference
     return Difference(
         "cache hits",
         f"{base.hits} of {base.calls} calls → {run.hits} of {run.calls}",
-        "answers served from the response cache were replayed, not computed again: for the "
-        "embedded model a replayed answer equals a computed one, for a hosted model it is the "
-        "answer it gave then",
+        "answers served from the response cache were replayed, not computed again: each is "
+        "the answer the model gave then; asked again, a hosted model may answer otherwise, and "
+        "so may the embedded one when its prefix cache holds other state",
         "environment",
     )

@@ -101,8 +101,9 @@ def test_each_difference_says_what_it_means() -> None:
         "differ",
         "threads: 2 → 4 (agent, judge) — threads differ: numerics may differ",
         "cache hits: 0 of 300 calls → 150 of 300 — answers served from the response cache were "
-        "replayed, not computed again: for the embedded model a replayed answer equals a "
-        "computed one, for a hosted model it is the answer it gave then",
+        "replayed, not computed again: each is the answer the model gave then; asked again, a "
+        "hosted model may answer otherwise, and so may the embedded one when its prefix cache "
+        "holds other state",
     ]
     other = run.model_copy(update={"models": {"agent": {"spec": "openai:gpt-4o-mini"}}})
     parts = [d.part for d in differences(base, other)]
