@@ -20,10 +20,9 @@ class ModelError(Exception):
 
 class ReplyError(ModelError):
     """An embedded model answered, but its reply cannot be used: a call stopped mid-way (max
-    tokens, or repeating itself) or not the form asked for. The embedded model decodes
-    deterministically, so the same request gives the same reply and the same error: the
-    response cache keeps these (never a timeout, a cancellation or a server's error), and one
-    served from it says `cached`."""
+    tokens, or repeating itself) or not the form asked for. Such a reply is what the model
+    gave, like any answer (not a timeout, a cancellation or a server's error), so the response
+    cache keeps it as it keeps answers, and one served from it says `cached`."""
 
     def __init__(self, message: str, *, cached: bool = False) -> None:
         super().__init__(message)

@@ -5,9 +5,9 @@ schema, sampling parameters, the model's own `decoding` name when it has one (an
 model's names its decoding and a hash of the code that renders its requests and reads its
 replies), and the repeat index (so `--repeat 3` asks three times, and a re-run or resumed run
 replays each repeat offline). Failed calls are not cached, except an embedded model's
-unusable reply (ReplyError): it decodes deterministically, so the same request fails the same
-way; such a failure is kept in a table of its own (a reader that predates it never meets it)
-and raised again on a hit, marked cached, so a re-run of a run with one needs no model at all.
+unusable reply (ReplyError): like an answer, it is what the model gave, not a passing fault;
+such a failure is kept in a table of its own (a reader that predates it never meets it) and
+raised again on a hit, marked cached, so a re-run of a run with one needs no model at all.
 WAL mode plus a busy timeout let two processes share one file; a lock serializes this
 process's threads, and the event loop never waits on SQLite (calls run in a worker thread).
 """
