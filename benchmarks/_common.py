@@ -162,7 +162,7 @@ def run_calls(run_dir: Path) -> list[Call]:
                         judge.completion_tokens,
                         0,
                         judge.latency_s,
-                        False,
+                        bool(judge.cached),
                         judge.error,
                     )
                 )

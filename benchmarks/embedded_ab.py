@@ -30,7 +30,7 @@ from typing import Any
 from _common import ROLE_ORDER, machine, table
 
 from memeval.models import guard
-from memeval.models.base import ChatResponse, Message
+from memeval.models.base import ChatResponse, Message, ToolChoice
 from memeval.models.local import LocalModel, _Engine
 from memeval.models.spec import LOCAL_DEFAULTS
 from memeval.models.weights import LocalModelInfo, lookup
@@ -115,6 +115,7 @@ class Shadowed:
         schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        tool_choice: ToolChoice = "auto",
     ) -> ChatResponse:
         names = list(self.variants)
         shift = self._turn % len(names)
@@ -122,7 +123,12 @@ class Shadowed:
         answers: dict[str, ChatResponse] = {}
         for name in names[shift:] + names[:shift]:
             answers[name] = await self.variants[name].chat(
-                messages, tools=tools, schema=schema, max_tokens=max_tokens, temperature=temperature
+                messages,
+                tools=tools,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tool_choice=tool_choice,
             )
         primary = answers[names[0]]
         for name, r in answers.items():

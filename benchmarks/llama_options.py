@@ -9,11 +9,12 @@ round; before the first, one unmeasured pass of the first variant warms the mach
 it whichever variant ran first measured up to 20% slower). Variants (each differs from
 `default` in one option only):
 
-- default:      memeval's engine settings (n_ctx 8192, llama.cpp's n_batch, all cores)
+- default:      memeval's engine settings (n_ctx 8192, n_batch and n_ubatch CHUNK, all cores)
 - flash:        flash attention on
 - kv-q8:        flash attention on, K and V caches in q8_0 (V quantisation needs flash)
-- batch-256:    n_batch and n_ubatch 256 (llama.cpp's default is 2048 / 512)
-- ubatch-1024:  n_ubatch 1024 (with n_batch 2048)
+- batch-32, batch-128, batch-256, batch-512: n_batch and n_ubatch 32 … 512 (512: llama-cpp-python's
+                default, and memeval's before prefixes were reused in whole chunks)
+- ubatch-1024:  n_batch and n_ubatch 1024
 - threads-1:    one thread (the other core left free, e.g. for a second job)
 
     .venv/bin/python benchmarks/llama_options.py [--model qwen2.5-coder-1.5b] [--depth 4000]
@@ -30,7 +31,7 @@ from typing import Any
 from _common import machine, table
 from models import memory_file
 
-from memeval.models.local import N_CTX
+from memeval.models.local import CHUNK, N_CTX
 from memeval.models.spec import local_threads
 from memeval.models.weights import ensure_weights, lookup
 
@@ -39,12 +40,19 @@ def variants(threads: int) -> dict[str, dict[str, Any]]:
     import llama_cpp
 
     q8 = llama_cpp.GGML_TYPE_Q8_0
+
+    def batch(n: int) -> dict[str, Any]:
+        return {"n_batch": n, "n_ubatch": n}
+
     return {
         "default": {},
         "flash": {"flash_attn": True},
         "kv-q8": {"flash_attn": True, "type_k": q8, "type_v": q8},
-        "batch-256": {"n_batch": 256, "n_ubatch": 256},
-        "ubatch-1024": {"n_ubatch": 1024},
+        "batch-32": batch(32),
+        "batch-128": batch(128),
+        "batch-256": batch(256),
+        "batch-512": batch(512),
+        "ubatch-1024": batch(1024),
         "threads-1": {"n_threads": 1, "n_threads_batch": 1} if threads > 1 else {},
     }
 
@@ -106,7 +114,13 @@ def main() -> None:
     rows = []
     base: tuple[float, float] | None = None
     for n, name in enumerate(names):
-        options = {"n_threads": threads, "n_threads_batch": threads, **chosen[name]}
+        options = {
+            "n_threads": threads,
+            "n_threads_batch": threads,
+            "n_batch": CHUNK,
+            "n_ubatch": CHUNK,
+            **chosen[name],
+        }
 
         def make(options: dict[str, Any] = options) -> Any:
             return Llama(model_path=path, n_ctx=N_CTX, seed=0, verbose=False, **options)

@@ -5,6 +5,14 @@ the process runs on one worker thread: the event loop never blocks, and two mode
 compute at once (2 threads each on 2 cores thrash; measured several times slower). Each
 instance keeps a RAM cache of evaluated states, so when roles take turns on the shared
 instance each role's static prompt prefix is restored instead of re-evaluated.
+
+A prompt is evaluated in chunks of CHUNK tokens that start at multiples of CHUNK, and a
+prefix is reused only in whole chunks evaluated that way. So the numbers behind an answer are
+the ones a cold engine computes for the same request: an answer depends on the request alone,
+not on what the engine evaluated before it (which calls the response cache served, which ran
+first). Reusing any matching prefix, as llama.cpp does by default, evaluates a prompt's tail in
+batches that start wherever the match ended, and the different arithmetic changed 8 of 12
+greedy agent answers against a cold engine (benchmarks/prefix_state.py).
 JSON answers and tool calls are grammar-constrained (see local_format).
 """
 
@@ -36,7 +44,8 @@ DEFAULT_MAX_TOKENS = 2048  # a bound on runaway generation when the caller gives
 SEED = 0
 STATE_CACHE_BYTES = 2 << 30  # ~20 cached 3,000-token prefixes of the 1.5B model (KV bytes)
 REPEAT_WINDOW = 24  # tokens: a run this long generated twice means the answer is looping
-DECODING = "repeat-stop-24"
+CHUNK = 64  # tokens per evaluation batch; prefixes are reused in whole chunks (module doc)
+DECODING = f"repeat-stop-{REPEAT_WINDOW} chunk-{CHUNK}"
 """Names how this engine decodes beyond the request's own parameters. With local_format's
 FORMAT_DIGEST it makes the model's `decoding` name, part of the response cache key
 (memeval.models.cache), so an answer decoded, rendered or read another way is never served
@@ -57,6 +66,7 @@ class _Engine:
         self._llama: Any = None
         self._formatter: Any = None
         self._states: Any = None  # LlamaRAMCache of slim states, see _slim_state
+        self._whole = 0  # leading tokens of the live context evaluated in whole aligned chunks
         self._lock = threading.Lock()  # for direct callers (benchmarks) off the worker
 
     def _load(self) -> None:
@@ -73,7 +83,7 @@ class _Engine:
             n_threads_batch=threads,
             seed=SEED,
             verbose=False,
-            **self.llama_options,
+            **{"n_batch": CHUNK, "n_ubatch": CHUNK, **self.llama_options},
         )
         template = llama.metadata.get("tokenizer.chat_template")
         if not template:
@@ -96,6 +106,7 @@ class _Engine:
             if self._llama is not None:
                 self._llama.reset()
                 self._states = LlamaRAMCache(capacity_bytes=STATE_CACHE_BYTES)
+                self._whole = 0
 
     def ensure_loaded(self) -> float:
         """Load now (blocking); returns the load time in seconds."""
@@ -135,6 +146,7 @@ class _Engine:
                     f"{N_CTX}-token context"
                 )
             reused = self._restore_longest_prefix(tokens)
+            self._whole = 0  # until this call has evaluated its prompt
             repeat = _RepeatStop(len(tokens), active=stop_repeats)
             result = self._llama.create_completion(
                 tokens,
@@ -154,27 +166,43 @@ class _Engine:
                 result["choices"][0]["text"] = text.decode("utf-8", errors="ignore")
                 result["choices"][0]["finish_reason"] = "repeat"
             result["cached_prompt_tokens"] = reused
-            self._states[self._llama._input_ids.tolist()] = _slim_state(self._llama)
+            self._keep_whole_chunks(len(tokens))
             result["compute_s"] = time.perf_counter() - started
             return result
 
     def _restore_longest_prefix(self, tokens: list[int]) -> int:
-        """Load the cached state sharing the longest prefix with `tokens` when it beats what the
-        KV cache holds now; return how many prompt tokens llama.cpp will not evaluate again.
+        """Make the live context hold the longest prefix of `tokens` that can be reused, loading
+        a cached state when it holds more than the context; return its length in tokens.
 
-        create_completion would do the same restore; doing it here first makes the count exact.
+        Only whole chunks evaluated at aligned positions count, and never the chunk that holds
+        the prompt's last token: that chunk and every one after it are evaluated anew, as on a
+        cold engine (module doc). create_completion then reuses exactly this prefix.
         """
         llama = self._llama
-        shared = llama.longest_token_prefix
-        current = shared(llama._input_ids.tolist(), tokens)
+        limit = _whole_chunks(len(tokens) - 1)
+        live = _whole_chunks(min(_shared(llama.input_ids[: self._whole], tokens), limit))
         try:
             state = self._states[tokens]
         except KeyError:
             state = None
-        if state is not None and shared(state.input_ids.tolist(), tokens) > current:
-            llama.load_state(state)
-            current = shared(llama._input_ids.tolist(), tokens)
-        return max(min(current, len(tokens) - 1), 0)
+        if state is not None:
+            held = _whole_chunks(min(_shared(state.input_ids[: state.n_tokens], tokens), limit))
+            if held > live:
+                llama.load_state(state)
+                live = held
+        llama.n_tokens = live
+        return live
+
+    def _keep_whole_chunks(self, prompt_len: int) -> None:
+        """After a call: cut the live context back to the prompt's whole chunks (the rest was
+        evaluated in a partial batch or one token at a time) and save that state."""
+        llama = self._llama
+        whole = _whole_chunks(prompt_len)
+        llama._ctx.kv_cache_seq_rm(-1, whole, -1)
+        llama.n_tokens = whole
+        self._whole = whole
+        if whole:
+            self._states[llama.input_ids[:whole].tolist()] = _slim_state(llama)
 
     async def run(self, **kwargs: Any) -> dict[str, Any]:
         """Queue a call on the worker thread; cancelling the await stops generation early."""
@@ -188,6 +216,21 @@ class _Engine:
         except asyncio.CancelledError:
             cancel.set()
             raise
+
+
+def _whole_chunks(n: int) -> int:
+    """The most tokens of `n` that fill whole chunks."""
+    return max(n, 0) // CHUNK * CHUNK
+
+
+def _shared(a: Any, b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _seen(future: asyncio.Future[Any]) -> None:

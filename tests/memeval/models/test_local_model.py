@@ -12,6 +12,7 @@ import pytest
 
 from memeval.models.base import ModelError
 from memeval.models.guard import ModelRequestsForbidden
+from memeval.models.local import CHUNK
 from memeval.models.registry import build_model
 from memeval.models.spec import parse_spec
 
@@ -181,9 +182,11 @@ async def test_each_roles_prefix_survives_other_roles_calls(allow_model_requests
     first = await model.chat(ask(role_a, "Name one dataset."), max_tokens=4)
     await model.chat(ask(role_b, "Is 'hello' safe?"), max_tokens=4)
     again = await model.chat(ask(role_a, "Name two datasets."), max_tokens=4)
-    # role A's long static prefix is restored from the state cache, not evaluated again
-    assert again.cached_prompt_tokens >= first.prompt_tokens - 20
+    # role A's long static prefix is restored from the state cache, not evaluated again, in
+    # whole chunks: at most the chunk holding the first difference is evaluated anew
+    assert again.cached_prompt_tokens >= first.prompt_tokens - 20 - CHUNK
     assert again.cached_prompt_tokens < again.prompt_tokens
+    assert again.cached_prompt_tokens % CHUNK == 0
 
 
 async def test_a_restored_prefix_answers_as_a_cold_one(allow_model_requests: None) -> None:
@@ -200,3 +203,34 @@ async def test_a_restored_prefix_answers_as_a_cold_one(allow_model_requests: Non
     # saved states carry the KV cache only, not llama.cpp's 311 MB logits buffer
     states = model.engine._states.cache_state.values()  # type: ignore[attr-defined]
     assert states and all(state.scores.nbytes < 1 << 20 for state in states)
+
+
+async def test_an_answer_does_not_depend_on_what_the_engine_evaluated_before(
+    allow_model_requests: None,
+) -> None:
+    # The same requests asked cold (nothing evaluated before each) and warm (after requests
+    # that share a prefix of every length with them, so a prefix is reused from the live
+    # context, from a saved state, mid-chunk and at a boundary): the answers are the same.
+    model = build_model(parse_spec(SPEC))
+    notes = " ".join(
+        f"Note {i}: run {i} scored {i * 7 % 100} points on task {i % 5}." for i in range(40)
+    )
+    system = {"role": "system", "content": "You answer from the notes. " + notes}
+    questions = [
+        f"Which run scored the most on task {task}, and how many points?" for task in range(4)
+    ]
+
+    def ask(question: str) -> list[dict[str, str]]:
+        return [system, {"role": "user", "content": question}]
+
+    engine = model.engine  # type: ignore[attr-defined]
+    cold = []
+    for question in questions:
+        engine.forget()
+        cold.append((await model.chat(ask(question), max_tokens=40)).content)
+    engine.forget()
+    warm = []
+    for question in questions:
+        await model.chat(ask(question[: len(question) // 2]), max_tokens=3)
+        warm.append((await model.chat(ask(question), max_tokens=40)).content)
+    assert warm == cold

@@ -73,4 +73,4 @@ async def test_the_embedded_model_is_stopped_where_it_starts_repeating(
     assert raw["choices"][0]["finish_reason"] == "length"
     assert raw["choices"][0]["text"].lower().count("satisfaction") > 10
     # and so the response cache keys it apart, as it keys apart another reply format
-    assert model.decoding == f"repeat-stop-24 format-{FORMAT_DIGEST}"
+    assert model.decoding == f"repeat-stop-24 chunk-64 format-{FORMAT_DIGEST}"
