@@ -41,6 +41,7 @@ ENGINE: dict[str, tuple[str, str]] = {  # model_info key -> (part, meaning)
     "n_batch": ("n_batch", "batch sizes differ: numerics may differ"),
     "n_ubatch": ("n_ubatch", "batch sizes differ: numerics may differ"),
     "threads": ("threads", "threads differ: numerics may differ"),
+    "cpu": ("CPU", "CPUs differ: numerics may differ"),
 }
 
 
@@ -205,7 +206,7 @@ def _cache_difference(base: CacheUse | None, run: CacheUse | None) -> Difference
         "cache hits",
         f"{base.hits} of {base.calls} calls → {run.hits} of {run.calls}",
         "answers served from the response cache were replayed, not computed again: each is "
-        "the answer the model gave then; asked again, a hosted model may answer otherwise, and "
-        "so may the embedded one when its prefix cache holds other state",
+        "the answer the model gave then; asked again, a hosted model may answer otherwise (the "
+        "embedded one answers a request the same way on the same code, threads and CPU)",
         "environment",
     )

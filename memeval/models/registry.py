@@ -3,11 +3,12 @@ about each (back end, exact weights, endpoint; never a key)."""
 
 from __future__ import annotations
 
-import inspect
 import os
+import platform
 import threading
 from collections.abc import Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from memeval.errors import ConfigError
@@ -75,9 +76,9 @@ def describe(spec: ModelSpec) -> dict[str, Any]:
         }
     info = weights.lookup(parsed.model or LOCAL_GENERIC)
     try:
-        from memeval.models.local import N_CTX
+        from memeval.models.local import CHUNK, N_CTX
     except ImportError:  # llama-cpp-python missing: describe what we can
-        N_CTX = None  # type: ignore[assignment]
+        CHUNK = N_CTX = None  # type: ignore[assignment]
     return {
         "spec": f"local:{info.name}",
         "backend": "local",
@@ -88,24 +89,23 @@ def describe(spec: ModelSpec) -> dict[str, Any]:
         "weights_packages": f"{info.package}-part1..{info.parts}=={info.version}",
         "n_ctx": N_CTX,
         "threads": local_threads(),
-        **_batch_sizes(),
+        "n_batch": CHUNK,  # the batch sizes llama.cpp evaluates prompts with
+        "n_ubatch": CHUNK,
+        "cpu": cpu_name(),
         "llama_cpp_python": _version("llama-cpp-python"),
     }
 
 
-def _batch_sizes() -> dict[str, int]:
-    """The logical and physical batch sizes llama.cpp evaluates prompts with (Llama's own
-    defaults: the embedded back end does not set them). They shape the numerics."""
+def cpu_name() -> str:
+    """The CPU's model name: the embedded model's numerics may differ from one CPU to another."""
     try:
-        from llama_cpp import Llama
-    except ImportError:
-        return {}
-    parameters = inspect.signature(Llama.__init__).parameters
-    return {
-        name: parameters[name].default
-        for name in ("n_batch", "n_ubatch")
-        if name in parameters and isinstance(parameters[name].default, int)
-    }
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
 
 
 def _version(dist: str) -> str | None:

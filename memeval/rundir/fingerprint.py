@@ -61,6 +61,7 @@ MODEL_KEYS = (
     "n_batch",
     "n_ubatch",
     "threads",
+    "cpu",
 )
 
 

@@ -33,8 +33,9 @@ from memeval.rundir.results import GRADES_FILE, RunResults, merge_calibrations, 
 from memeval.rundir.saved import SavedRun
 from memeval.rundir.shard import Shard, shard_units
 
-# model_info keys that describe the machine, not the configuration
-MACHINE_KEYS = frozenset({"weights_file"})
+# model_info keys that describe the machine, not the configuration (shards may run on CI
+# machines of another CPU; the gate names a CPU that differs from the baseline's)
+MACHINE_KEYS = frozenset({"weights_file", "cpu"})
 
 
 def merge_shards(shard_dirs: Sequence[Path], out: Path, argv: Sequence[str] = ()) -> Path:

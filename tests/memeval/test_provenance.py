@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memeval.cli import app
-from memeval.models.registry import describe
+from memeval.models.registry import cpu_name, describe
 from memeval.models.spec import parse_spec
 from memeval.provenance import differences
 from memeval.rundir.fingerprint import CODE_GROUPS, CacheUse, Fingerprint
@@ -60,11 +60,16 @@ def test_the_local_back_end_describes_batch_sizes_and_threads(
     pytest.importorskip("llama_cpp")
     monkeypatch.setenv("MEMEVAL_LOCAL_THREADS", "2")
     info = describe(parse_spec("local:qwen2.5-coder-0.5b"))
-    assert info["threads"] == 2 and info["n_batch"] > 0 and info["n_ubatch"] > 0
+    assert info["threads"] == 2
+    # the batch sizes the engine evaluates with, not llama-cpp-python's defaults
+    from memeval.models.local import CHUNK
+
+    assert info["n_batch"] == info["n_ubatch"] == CHUNK
     assert len(info["weights_sha256"]) == 64 and info["llama_cpp_python"]
+    assert info["cpu"] and info["cpu"] == cpu_name()
 
 
-def local(threads: int, version: str = "0.3.36") -> dict[str, object]:
+def local(threads: int, version: str = "0.3.36", cpu: str = "AMD EPYC") -> dict[str, object]:
     return {
         "spec": "local:qwen2.5-coder-1.5b",
         "backend": "local",
@@ -72,6 +77,7 @@ def local(threads: int, version: str = "0.3.36") -> dict[str, object]:
         "llama_cpp_python": version,
         "n_batch": 512,
         "threads": threads,
+        "cpu": cpu,
     }
 
 
@@ -89,7 +95,10 @@ def test_each_difference_says_what_it_means() -> None:
         update={
             "code": {"prompts": "b", "grading code": "g"},
             "files": {"prompts": {"reference_memory/prompts/x.j2": "2"}, "grading code": {}},
-            "models": {"agent": local(4, "0.3.40"), "judge": local(4, "0.3.40")},
+            "models": {
+                "agent": local(4, "0.3.40", "Intel Xeon"),
+                "judge": local(4, "0.3.40", "Intel Xeon"),
+            },
             "cache": CacheUse(hits=150, calls=300),
         }
     )
@@ -100,10 +109,11 @@ def test_each_difference_says_what_it_means() -> None:
         "llama.cpp: 0.3.36 → 0.3.40 (agent, judge) — llama.cpp versions differ: numerics may "
         "differ",
         "threads: 2 → 4 (agent, judge) — threads differ: numerics may differ",
+        "CPU: AMD EPYC → Intel Xeon (agent, judge) — CPUs differ: numerics may differ",
         "cache hits: 0 of 300 calls → 150 of 300 — answers served from the response cache were "
         "replayed, not computed again: each is the answer the model gave then; asked again, a "
-        "hosted model may answer otherwise, and so may the embedded one when its prefix cache "
-        "holds other state",
+        "hosted model may answer otherwise (the embedded one answers a request the same way on "
+        "the same code, threads and CPU)",
     ]
     other = run.model_copy(update={"models": {"agent": {"spec": "openai:gpt-4o-mini"}}})
     parts = [d.part for d in differences(base, other)]
