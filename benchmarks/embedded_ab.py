@@ -7,7 +7,10 @@ jobs on the machine falls on all of them alike. Variants:
 
 - shared:    one llama.cpp context for every role, prefix reuse only from what it holds now
              (the engine before prefix states)
-- states:    one context plus the RAM cache of slim prefix states (memeval's engine)
+- states:    one context plus the RAM cache of slim prefix states (memeval's engine: prompts
+             evaluated in aligned 64-token chunks, prefixes reused in whole chunks)
+- any-prefix: `states` as it was before whole chunks: 512-token batches from wherever the
+             reused prefix ends, any matching prefix reused (prefix_state.py)
 - per-role:  one context per role, no state cache
 - flash:     `states` with flash attention on
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import ROLE_ORDER, machine, table
+from prefix_state import AnyPrefix
 
 from memeval.models import guard
 from memeval.models.base import ChatResponse, Message, ToolChoice
@@ -76,6 +80,7 @@ def variant_models(name: str, info: LocalModelInfo) -> dict[str, LocalModel]:
         "states": lambda: _Engine(info),
         "per-role": lambda: ContextOnly(info),
         "flash": lambda: _Engine(info, flash_attn=True),
+        "any-prefix": lambda: AnyPrefix(info),
     }
     shared = engines[name]()
     models = {}

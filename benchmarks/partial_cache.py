@@ -61,6 +61,11 @@ def drop_answers(cache: Path, share: float, seed: int) -> tuple[int, int]:
     return len(chosen), len(keys)
 
 
+def _text(column: pd.Series) -> pd.Series:
+    """A column as text, empty where it holds nothing, so two runs compare cell by cell."""
+    return column.astype(object).where(column.notna(), "").astype(str)
+
+
 def differences(full: Path, partial: Path) -> list[list[object]]:
     """One row per kind of result: how many there are and how many differ between the runs."""
     rows: list[list[object]] = []
@@ -78,15 +83,13 @@ def differences(full: Path, partial: Path) -> list[list[object]]:
     )
     for column in ("write", "ops", "agent_error"):
         a, b = turns[f"{column}_a"], turns[f"{column}_b"]
-        rows.append([f"turns: {column}", len(turns), int((a.fillna("") != b.fillna("")).sum())])
+        rows.append([f"turns: {column}", len(turns), int((_text(a) != _text(b)).sum())])
     questions = pd.read_csv(full / "questions.csv").merge(
         pd.read_csv(partial / "questions.csv"), on=key, how="outer", suffixes=("_a", "_b")
     )
     for column in ("answer", "tool_calls", "verdict"):
         a, b = questions[f"{column}_a"], questions[f"{column}_b"]
-        rows.append(
-            [f"questions: {column}", len(questions), int((a.fillna("") != b.fillna("")).sum())]
-        )
+        rows.append([f"questions: {column}", len(questions), int((_text(a) != _text(b)).sum())])
     return rows
 
 
