@@ -10,10 +10,10 @@ A prompt is evaluated in chunks of CHUNK tokens that start at multiples of CHUNK
 prefix is reused only in whole chunks evaluated that way. So the numbers behind an answer are
 the ones a cold engine computes for the same request: on the same code, threads and CPU an
 answer depends on the request alone, not on what the engine evaluated before it (which calls
-the response cache served, which ran first). Reusing any matching prefix, as
-llama-cpp-python does by default, evaluates a prompt's tail in
-batches that start wherever the match ended, and the different arithmetic changed 7 of 12
-greedy agent answers against a cold engine (benchmarks/prefix_state.py).
+the response cache served, which ran first). Reusing any matching prefix, as llama-cpp-python
+does by default, evaluates a prompt's tail in batches that start wherever the match ended, and
+the different arithmetic changed 7 of 12 greedy agent answers against a cold engine
+(benchmarks/prefix_state.py).
 JSON answers and tool calls are grammar-constrained (see local_format).
 """
 
