@@ -17,7 +17,6 @@ Run it after a full run of the same scenario on the same code, so the cache hold
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
 import sqlite3
@@ -27,24 +26,18 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from _common import machine, run_calls, run_cli, table
+from _common import fresh_cache_dir, machine, run_calls, run_cli, table
+
+from memeval.models.weights import cache_dir
 
 CACHE_FILE = "responses.sqlite"
 
 
-def usual_cache() -> Path:
-    return Path(os.environ.get("MEMEVAL_CACHE_DIR") or Path.home() / ".cache" / "memeval")
-
-
-def copy_cache(source: Path, target: Path) -> Path:
-    """`target` as a cache directory: the responses copied (a consistent copy through SQLite's
-    backup), the weights linked."""
-    target.mkdir(parents=True)
-    if (source / "models").is_dir():
-        (target / "models").symlink_to(source / "models", target_is_directory=True)
+def copy_responses(source: Path, target: Path) -> None:
+    """Copy the stored responses into the cache directory `target` (a consistent copy, through
+    SQLite's backup)."""
     with sqlite3.connect(source / CACHE_FILE) as src, sqlite3.connect(target / CACHE_FILE) as dst:
         src.backup(dst)
-    return target
 
 
 def drop_answers(cache: Path, share: float, seed: int) -> tuple[int, int]:
@@ -101,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 < args.drop <= 1:
         parser.error(f"--drop {args.drop}: give a share between 0 (exclusive) and 1")
-    source = usual_cache()
+    source = cache_dir().parent  # the models' directory sits in the cache directory
     if not (source / CACHE_FILE).is_file():
         print(
             f"error: no response cache at {source / CACHE_FILE}; run the scenario first",
@@ -110,10 +103,14 @@ def main() -> None:
         raise SystemExit(2)
     print(f"machine: {machine()}", flush=True)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="memeval-partial-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="memeval-partial-") as tmp,
+        fresh_cache_dir(Path(tmp) / "full") as full,  # the weights linked, not copied
+        fresh_cache_dir(Path(tmp) / "partial") as partial,
+    ):
         root = Path(tmp)
-        full = copy_cache(source, root / "full")
-        partial = copy_cache(source, root / "partial")
+        copy_responses(source, full)
+        copy_responses(source, partial)
         dropped, held = drop_answers(partial, args.drop, args.seed)
         print(
             f"{args.scenario}: {held} stored answers, {dropped} dropped from the second copy",

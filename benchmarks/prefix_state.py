@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from _common import machine, table
+from llama_cpp import Llama
 
 from memeval.agent import ChatAgent
 from memeval.models.base import ChatResponse, Message, ToolChoice
 from memeval.models.guard import model_requests_allowed
-from memeval.models.local import CHUNK, LocalModel, _Engine, _shared, _slim_state
+from memeval.models.local import CHUNK, LocalModel, _Engine, _slim_state
 from memeval.models.weights import LocalModelInfo, lookup
 from memeval.scenario.loader import resolve
 from memeval.tools import FixtureTools
@@ -49,14 +50,15 @@ class AnyPrefix(_Engine):
 
     def _restore_longest_prefix(self, tokens: list[int]) -> int:
         llama = self._llama
-        current = _shared(llama.input_ids[: llama.n_tokens], tokens)
+        shared = llama.longest_token_prefix
+        current = shared(llama.input_ids[: llama.n_tokens], tokens)
         try:
             state = self._states[tokens]
         except KeyError:
             state = None
-        if state is not None and _shared(state.input_ids[: state.n_tokens], tokens) > current:
+        if state is not None and shared(state.input_ids[: state.n_tokens], tokens) > current:
             llama.load_state(state)
-            current = _shared(llama.input_ids[: llama.n_tokens], tokens)
+            current = shared(llama.input_ids[: llama.n_tokens], tokens)
         return max(min(current, len(tokens) - 1), 0)
 
     def _keep_whole_chunks(self, prompt_len: int) -> None:
@@ -129,7 +131,7 @@ async def answers(model: Counted, asked: list[Question], max_tokens: int) -> lis
 
 
 def first_difference(a: str, b: str) -> str:
-    n = _shared(a, b)
+    n = Llama.longest_token_prefix(a, b)  # works on any two sequences, text too
     start = max(0, n - 30)
     return f"warm …{a[start : n + 50]!r}\n    cold …{b[start : n + 50]!r}"
 

@@ -180,14 +180,15 @@ class _Engine:
         cold engine (module doc). create_completion then reuses exactly this prefix.
         """
         llama = self._llama
+        shared = llama.longest_token_prefix
         limit = _whole_chunks(len(tokens) - 1)
-        live = _whole_chunks(min(_shared(llama.input_ids[: self._whole], tokens), limit))
+        live = _whole_chunks(min(shared(llama.input_ids[: self._whole], tokens), limit))
         try:
             state = self._states[tokens]
         except KeyError:
             state = None
         if state is not None:
-            held = _whole_chunks(min(_shared(state.input_ids[: state.n_tokens], tokens), limit))
+            held = _whole_chunks(min(shared(state.input_ids[: state.n_tokens], tokens), limit))
             if held > live:
                 llama.load_state(state)
                 live = held
@@ -222,16 +223,6 @@ class _Engine:
 def _whole_chunks(n: int) -> int:
     """The most tokens of `n` that fill whole chunks."""
     return max(n, 0) // CHUNK * CHUNK
-
-
-def _shared(a: Any, b: Sequence[int]) -> int:
-    """How many leading tokens `a` and `b` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _seen(future: asyncio.Future[Any]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from llama_cpp import Llama
 
 from memeval.models import local
 from memeval.models.local import CHUNK, N_CTX, _Engine
@@ -30,6 +31,8 @@ class FakeContext:
 
 
 class FakeLlama:
+    longest_token_prefix = staticmethod(Llama.longest_token_prefix)
+
     def __init__(self, held: list[int]) -> None:
         self.input_ids = np.zeros(N_CTX, dtype=np.intc)
         self.input_ids[: len(held)] = held
