@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python benchmarks/x.py` from a fresh clone
     sys.path.insert(0, str(ROOT))
 
+from memeval.models.registry import cpu_name  # noqa: E402
 from memeval.rundir.record import TurnRecord, read_run  # noqa: E402
 from memeval.rundir.saved import SavedRun  # noqa: E402
 
@@ -29,14 +30,7 @@ ROLE_ORDER = ("agent", "summarizer", "updater", "safety", "compactor", "judge")
 
 def machine() -> str:
     """CPU model, cores and the load average right now (other jobs share this machine)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, load {load}"
 
