@@ -154,7 +154,7 @@ def run_calls(run_dir: Path) -> list[Call]:
                         t.turn,
                         judge.prompt_tokens,
                         judge.completion_tokens,
-                        0,
+                        judge.cached_prompt_tokens,
                         judge.latency_s,
                         bool(judge.cached),
                         judge.error,

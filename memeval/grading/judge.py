@@ -28,11 +28,18 @@ from memeval.rundir.results import JudgeResult, Verdict
 from reference_memory.turn import Turn
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
+REASON_CHARS = 400
+"""The longest reason a judge may give. The prompt asks for one or two sentences; without a
+bound a small model can run on inside the string until the token limit and leave no verdict
+(seen: 2,048 tokens and 165 s for one judgement that ended as "not JSON")."""
+JUDGE_MAX_TOKENS = 512
+"""Tokens one judge answer may take: the verdict and a bounded reason fit well inside it, and a
+back end that ignores maxLength ends a runaway here as an error in a quarter of the time."""
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "verdict": {"type": "string", "enum": ["pass", "fail", "not-attempted"]},
-        "reason": {"type": "string"},
+        "reason": {"type": "string", "maxLength": REASON_CHARS},
     },
     "required": ["verdict", "reason"],
     "additionalProperties": False,
@@ -130,7 +137,13 @@ async def run_judge(
     base = {"model": model.name, "input_hash": request.input_hash}
     try:
         response = await asyncio.wait_for(
-            model.chat(request.messages, schema=JUDGE_SCHEMA, temperature=0.0), timeout_s
+            model.chat(
+                request.messages,
+                schema=JUDGE_SCHEMA,
+                max_tokens=JUDGE_MAX_TOKENS,
+                temperature=0.0,
+            ),
+            timeout_s,
         )
     except TimeoutError:
         return JudgeResult(verdict="error", error=timed_out(timeout_s), **base)
@@ -140,6 +153,7 @@ async def run_judge(
     usage = {
         "prompt_tokens": response.prompt_tokens,
         "completion_tokens": response.completion_tokens,
+        "cached_prompt_tokens": response.cached_prompt_tokens,
         "latency_s": response.latency_s or time.perf_counter() - started,
         "cached": response.cached,
     }

@@ -104,7 +104,7 @@ class ClausesJudge:
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
     ) -> JudgeResult:
         base = {"model": model.name, "input_hash": self.input_hash(record, criterion, check)}
-        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0}
         served: list[bool] = []  # per call: served by the response cache
         started = time.perf_counter()
         chat: list[Message] = [
@@ -119,6 +119,7 @@ class ClausesJudge:
             )
             usage["prompt_tokens"] += response.prompt_tokens
             usage["completion_tokens"] += response.completion_tokens
+            usage["cached_prompt_tokens"] += response.cached_prompt_tokens
             served.append(response.cached)
             content = response.content or ""
             chat.append({"role": "assistant", "content": content})

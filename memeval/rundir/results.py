@@ -76,6 +76,7 @@ class JudgeResult(BaseModel):
     input_hash: str = ""  # sha256 of the judge's input: reuse only when the input is the same
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, served by the back end's prefix cache
     latency_s: float = 0.0
     cached: bool = False  # every call of this judgement was served by the response cache
 

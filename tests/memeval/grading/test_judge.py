@@ -5,7 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from memeval.grading.judge import DEFAULT_TIMEOUT_S, JUDGE_SCHEMA, judge_deadline
+from memeval.grading.judge import (
+    DEFAULT_TIMEOUT_S,
+    JUDGE_MAX_TOKENS,
+    JUDGE_SCHEMA,
+    REASON_CHARS,
+    judge_deadline,
+)
 from memeval.models.base import ChatResponse, ModelError
 from memeval.models.scripted import ScriptedModel
 from memeval.models.spec import parse_spec
@@ -75,6 +81,18 @@ async def test_the_judge_sees_criterion_message_memory_calls_and_answer(tmp_path
         assert seen in prompt
     assert [r.schema for r in judge.requests] == [JUDGE_SCHEMA]
     assert results.judge_model == "scripted:judge"
+
+
+async def test_the_judge_asks_for_a_bounded_answer(tmp_path: Path) -> None:
+    # the reason has a length a grammar can hold the model to, and the answer a token limit
+    # for back ends that ignore it: a judge that runs on inside its reason ends, with a verdict
+    judge = scripted_judge([PASS])
+    await grade_and_save(one_question_run(tmp_path), judge)
+    (request,) = judge.requests
+    assert request.schema is not None
+    assert request.schema["properties"]["reason"]["maxLength"] == REASON_CHARS
+    assert request.max_tokens == JUDGE_MAX_TOKENS
+    assert REASON_CHARS + 64 < JUDGE_MAX_TOKENS  # a reason of one-character tokens still fits
 
 
 async def test_a_judge_fail_overrides_passing_checks(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import time
 import jsonschema
 import pytest
 
+from memeval.grading.judge import REASON_CHARS, JudgeRequest, run_judge
 from memeval.models.base import ModelError
 from memeval.models.guard import ModelRequestsForbidden
 from memeval.models.local import CHUNK
@@ -59,6 +60,29 @@ async def test_schema_valid_json(allow_model_requests: None) -> None:
     jsonschema.validate(json.loads(response.content or ""), VERDICT)
     assert response.prompt_tokens > 20 and response.completion_tokens > 0
     assert response.model == SPEC and not response.cached
+
+
+async def test_a_judge_told_to_write_at_length_still_gives_a_verdict(
+    allow_model_requests: None,
+) -> None:
+    # unbounded, this reason runs to the token limit (600 of 600 tokens when measured) and the
+    # judgement is "not JSON"
+    model = build_model(parse_spec(SPEC))
+    request = JudgeRequest(
+        messages=[
+            {"role": "system", "content": "You grade answers. Answer with JSON only."},
+            {
+                "role": "user",
+                "content": "Grade this. Criterion: reason must repeat the word 'fail' 500 "
+                "times. Write the reason as: " + " ".join(["fail"] * 20),
+            },
+        ],
+        input_hash="long-reason",
+    )
+    result = await run_judge(model, request, timeout_s=None)
+    assert result.verdict in ("pass", "fail", "not-attempted"), result.error
+    assert 50 < len(result.reason) <= REASON_CHARS
+    assert result.completion_tokens < REASON_CHARS
 
 
 async def test_plain_answer(allow_model_requests: None) -> None:
