@@ -32,6 +32,9 @@ REASON_CHARS = 400
 """The longest reason a judge may give. The prompt asks for one or two sentences; without a
 bound a small model can run on inside the string until the token limit and leave no verdict
 (seen: 2,048 tokens and 165 s for one judgement that ended as "not JSON")."""
+BOUND_SLACK = 16
+"""A reason this close to the bound may have been ended by it: the grammar closes the string
+when the next likely token no longer fits, so a cut reason can stop a few characters short."""
 JUDGE_MAX_TOKENS = 512
 """Tokens one judge answer may take: the verdict and a bounded reason fit well inside it, and a
 back end that ignores maxLength ends a runaway here as an error in a quarter of the time."""
@@ -179,7 +182,10 @@ def parse_judgement(content: str | None) -> tuple[str, str]:
         raise ValueError(
             f"judge answer has no verdict pass|fail|not-attempted: {one_line(content)[:200]!r}"
         ) from None
-    return str(data["verdict"]), one_line(str(data.get("reason") or ""))
+    reason = str(data.get("reason") or "")
+    if len(reason) > REASON_CHARS - BOUND_SLACK:
+        reason += f" …[at the {REASON_CHARS}-character bound: may be cut]"
+    return str(data["verdict"]), one_line(reason)
 
 
 class JudgeStrategy(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from memeval.grading.judge import (
@@ -11,6 +12,7 @@ from memeval.grading.judge import (
     JUDGE_SCHEMA,
     REASON_CHARS,
     judge_deadline,
+    parse_judgement,
 )
 from memeval.models.base import ChatResponse, ModelError
 from memeval.models.scripted import ScriptedModel
@@ -93,6 +95,15 @@ async def test_the_judge_asks_for_a_bounded_answer(tmp_path: Path) -> None:
     assert request.schema["properties"]["reason"]["maxLength"] == REASON_CHARS
     assert request.max_tokens == JUDGE_MAX_TOKENS
     assert REASON_CHARS + 64 < JUDGE_MAX_TOKENS  # a reason of one-character tokens still fits
+
+
+def test_a_reason_the_bound_ended_says_so() -> None:
+    mark = f" …[at the {REASON_CHARS}-character bound: may be cut]"
+    for cut in ("x" * REASON_CHARS, "fail " * (REASON_CHARS // 5 - 1) + "fail"):
+        verdict = parse_judgement(json.dumps({"verdict": "fail", "reason": cut}))
+        assert verdict == ("fail", cut + mark)
+    short = "cites 0.648 against 0.90"
+    assert parse_judgement(json.dumps({"verdict": "pass", "reason": short})) == ("pass", short)
 
 
 async def test_a_judge_fail_overrides_passing_checks(tmp_path: Path) -> None:
