@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/x.py` from a fresh clone
     sys.path.insert(0, str(ROOT))
 
 from memeval.models.registry import cpu_name  # noqa: E402
+from memeval.models.weights import cache_dir  # noqa: E402
 from memeval.rundir.record import TurnRecord, read_run  # noqa: E402
 from memeval.rundir.saved import SavedRun  # noqa: E402
 
@@ -78,9 +79,9 @@ def fresh_cache_dir(keep: Path | None = None) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="memeval-bench-") as tmp:
         root = keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        usual = Path(os.environ.get("MEMEVAL_CACHE_DIR") or Path.home() / ".cache" / "memeval")
-        if (usual / "models").is_dir() and not (root / "models").exists():
-            (root / "models").symlink_to(usual / "models", target_is_directory=True)
+        models = cache_dir()  # the usual cache's joined weights
+        if models.is_dir() and not (root / models.name).exists():
+            (root / models.name).symlink_to(models, target_is_directory=True)
         yield root
 
 

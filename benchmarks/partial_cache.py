@@ -28,15 +28,15 @@ from pathlib import Path
 import pandas as pd
 from _common import fresh_cache_dir, machine, run_calls, run_cli, table
 
-from memeval.models.weights import cache_dir
+from memeval.models.pool import cache_path
 
-CACHE_FILE = "responses.sqlite"
+CACHE_FILE = cache_path().name  # the response cache's file inside a MEMEVAL_CACHE_DIR
 
 
 def copy_responses(source: Path, target: Path) -> None:
-    """Copy the stored responses into the cache directory `target` (a consistent copy, through
-    SQLite's backup)."""
-    with sqlite3.connect(source / CACHE_FILE) as src, sqlite3.connect(target / CACHE_FILE) as dst:
+    """Copy the response cache file `source` into the cache directory `target` (a consistent
+    copy, through SQLite's backup)."""
+    with sqlite3.connect(source) as src, sqlite3.connect(target / CACHE_FILE) as dst:
         src.backup(dst)
 
 
@@ -94,10 +94,10 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 < args.drop <= 1:
         parser.error(f"--drop {args.drop}: give a share between 0 (exclusive) and 1")
-    source = cache_dir().parent  # the models' directory sits in the cache directory
-    if not (source / CACHE_FILE).is_file():
+    source = cache_path()
+    if not source.is_file():
         print(
-            f"error: no response cache at {source / CACHE_FILE}; run the scenario first",
+            f"error: no response cache at {source}; run the scenario first",
             file=sys.stderr,
         )
         raise SystemExit(2)

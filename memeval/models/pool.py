@@ -3,7 +3,6 @@ back end (shared) -> response cache -> tracing -> accounting (into the unit's ca
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from memeval.models.cache import CachedModel, ResponseCache
 from memeval.models.registry import build_model
 from memeval.models.spec import ModelSpec
 from memeval.models.traced import TracedModel
+from memeval.models.weights import cache_root
 from reference_memory.model import ROLES as PIPELINE_ROLES
 from reference_memory.model import MemoryModel
 
@@ -71,9 +71,8 @@ class ModelPool:
 
 
 def cache_path() -> Path:
-    """The response cache: MEMEVAL_CACHE_DIR, else ~/.cache/memeval."""
-    root = os.environ.get("MEMEVAL_CACHE_DIR") or Path.home() / ".cache" / "memeval"
-    return Path(root) / "responses.sqlite"
+    """The response cache's file in memeval's cache directory (weights.cache_root)."""
+    return cache_root() / "responses.sqlite"
 
 
 def memory_models(chat_models: Mapping[str, ChatModel]) -> dict[str, MemoryModel]:

@@ -90,10 +90,15 @@ def lookup(name: str) -> LocalModelInfo:
     return MODELS[canonical]
 
 
-def cache_dir() -> Path:
-    """Where joined weights live: $MEMEVAL_CACHE_DIR/models (default ~/.cache/memeval/models)."""
+def cache_root() -> Path:
+    """memeval's cache directory: $MEMEVAL_CACHE_DIR, else ~/.cache/memeval."""
     root = os.environ.get("MEMEVAL_CACHE_DIR") or Path.home() / ".cache" / "memeval"
-    return Path(root).expanduser() / "models"
+    return Path(root).expanduser()
+
+
+def cache_dir() -> Path:
+    """Where joined weights live: <cache_root>/models (default ~/.cache/memeval/models)."""
+    return cache_root() / "models"
 
 
 def part_path(info: LocalModelInfo, index: int) -> Path:
