@@ -44,6 +44,9 @@ _FROM_MEMORY = re.compile(
     r"|\b(?:did|have) (?:we|you|I) (?:record|note|agree|decide)\b",
     re.IGNORECASE,
 )
+_ADVICE = re.compile(
+    r"\bshould\b|\b(?:would|do|can) you (?:recommend|suggest|advise)\b", re.IGNORECASE
+)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _CLAUSE = re.compile(r"[,:;.!?\n]+")
 
@@ -54,16 +57,28 @@ def answers_from_memory(message: str) -> bool:
     return bool(_FROM_MEMORY.search(message.replace("’", "'")))
 
 
+def asks_advice(message: str) -> bool:
+    """Whether `message` asks what should be done ("Which span should it run on?", "Anything
+    I should know first?", "What would you recommend?"): a plan or an opinion is asked for,
+    which comes from what is known, and any action waits for the user's answer to it."""
+    return any(
+        sentence.rstrip().endswith("?") and _ADVICE.search(sentence)
+        for sentence in _SENTENCE.findall(message.replace("’", "'"))
+    )
+
+
 def needs_tool_first(message: str) -> bool:
     """Whether `message` asks for an action or for live data, so that the first reply must be
-    a tool call rather than an answer from memory."""
-    if any(_ACTION.match(clause.strip()) for clause in _CLAUSE.split(message)):
-        return True
+    a tool call rather than an answer from memory. A question about live data always does;
+    an action does unless the message also asks how it should be done ("Set up the eval.
+    Which span should it use?"): then the answer is the plan, before anything is done."""
     for sentence in _SENTENCE.findall(message):
         asked = sentence.rstrip().endswith("?") or re.search(r"\bI need\b", sentence)
         if asked and _LIVE.search(sentence):
             return True
-    return False
+    if asks_advice(message):
+        return False
+    return any(_ACTION.match(clause.strip()) for clause in _CLAUSE.split(message))
 
 
 @dataclass
@@ -107,11 +122,15 @@ class ChatAgent:
     rounds run out. When `from_memory(user_message)` says the user asked for an answer from
     what is already known, the only round is the answer, with no call allowed: a small model
     free to call tools calls them anyway and answers from a live number instead of the
-    recorded one. The tools stay listed in every request, the answer round included, so a
-    back end's prefix cache serves what the earlier rounds evaluated; a model that calls in
-    the answer round anyway is asked once more without tools. Otherwise the model chooses, for
-    up to `max_tool_rounds` rounds of calls. `None` turns either rule off; `tool_first` wins
-    when both apply ("Make the dataset from what we already found").
+    recorded one. When `advice(user_message)` says the message asks what should be done, the
+    answer is likewise the only round: a small model free to call tools acts instead of
+    advising (it creates the dataset it was asked how to set up). The tools stay listed in
+    every request, the answer round included, so a back end's prefix cache serves what the
+    earlier rounds evaluated; a model that calls in the answer round anyway is asked once
+    more without tools. Otherwise the model chooses, for
+    up to `max_tool_rounds` rounds of calls. `None` turns any of the rules off; `tool_first` wins
+    when it applies ("Make the dataset from what we already found"), and it already yields to
+    a question of how an action should be done (`needs_tool_first`).
 
     A call round whose reply cannot be used (ReplyError: a call cut off or repeating itself)
     is followed at once by the answer round, with the tools and results the turn already
@@ -129,6 +148,7 @@ class ChatAgent:
         max_tokens: int = 512,
         tool_first: Callable[[str], bool] | None = needs_tool_first,
         from_memory: Callable[[str], bool] | None = answers_from_memory,
+        advice: Callable[[str], bool] | None = asks_advice,
     ) -> None:
         self.model = model
         self.system_prompt = system_prompt or default_system_prompt()
@@ -136,6 +156,7 @@ class ChatAgent:
         self.max_tokens = max_tokens
         self.tool_first = tool_first
         self.from_memory = from_memory
+        self.advice = advice
 
     async def respond(
         self,
@@ -154,7 +175,7 @@ class ChatAgent:
         forced = bool(specs) and self.tool_first is not None and self.tool_first(user_message)
         if forced:
             rounds = 1
-        elif self.from_memory is not None and self.from_memory(user_message):
+        elif self._answer_only(user_message):
             rounds = 0  # the only round is the answer: tools listed, no call allowed
         else:
             rounds = self.max_tool_rounds
@@ -204,6 +225,11 @@ class ChatAgent:
         except Exception as exc:  # a failed model call is recorded, never a crashed run
             result.error = f"{type(exc).__name__}: {exc}"
         return result
+
+    def _answer_only(self, user_message: str) -> bool:
+        return any(
+            rule is not None and rule(user_message) for rule in (self.from_memory, self.advice)
+        )
 
 
 def _choice(tools_given: bool, forced: bool, round_no: int, last_round: bool) -> ToolChoice:

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from memeval.agent import CALL_FAILED_NOTE, ChatAgent, answers_from_memory, needs_tool_first
+from memeval.agent import (
+    CALL_FAILED_NOTE,
+    ChatAgent,
+    answers_from_memory,
+    asks_advice,
+    needs_tool_first,
+)
 from memeval.models.base import ChatResponse, ModelError, ReplyError, ToolCall
 from memeval.models.fake import FakeModel
 from memeval.models.scripted import ScriptedModel
@@ -173,6 +179,60 @@ async def test_a_question_of_what_we_recorded_is_answered_without_tools() -> Non
         tools=TOOLS,
     )
     assert [bool(r.tools) for r in free.requests] == [True, True]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Set up a faithfulness eval for the router. Which span should it run on?",
+        "How should I map the reference variable?",
+        "I'm adding a reranker next sprint. Anything I should know first?",
+        "Should I spend the sprint on the prompt?",
+        "Which judge model would you recommend for tone?",
+    ],
+)
+def test_a_question_of_what_should_be_done_asks_for_advice_not_action(message: str) -> None:
+    assert asks_advice(message) and not needs_tool_first(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # "should" outside a question is a rule being stated, and the action stands
+        "Make a dataset of agent-prod spans. Datasets should always have 70 rows.",
+        "Which evaluators are attached to agent-prod?",
+        "Run the eval on v3 and tell me whether it's fixed.",
+    ],
+)
+def test_a_rule_or_a_plain_question_is_not_advice(message: str) -> None:
+    assert not asks_advice(message)
+
+
+def test_live_data_is_still_fetched_first_when_advice_is_asked_about_it() -> None:
+    message = "What's the error rate over the last 24 hours, and should I worry?"
+    assert asks_advice(message) and needs_tool_first(message)
+
+
+async def test_advice_is_answered_in_one_round_that_may_not_call() -> None:
+    model = ScriptedModel(["The generate span, with the retrieved chunks as the reference."])
+    result = await ChatAgent(model).respond(
+        history=[],
+        user_message="Set up a faithfulness eval for contract-qa. Which span should it use?",
+        memory="- contract-qa: retrieve, then generate",
+        tools=TOOLS,
+    )
+    assert result.answer.startswith("The generate span") and not result.tool_calls
+    (only,) = model.requests
+    assert only.tools and only.tool_choice == "none"
+    # with the rule off the model is free: the question still keeps the action from forcing
+    off = ScriptedModel([_call(), "Set up."])
+    await ChatAgent(off, advice=None).respond(
+        history=[],
+        user_message="Set up a faithfulness eval for contract-qa. Which span should it use?",
+        memory=None,
+        tools=TOOLS,
+    )
+    assert [r.tool_choice for r in off.requests] == ["auto", "auto"]
 
 
 async def test_an_action_on_what_we_found_is_still_a_tool_call_first() -> None:
