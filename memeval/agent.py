@@ -47,6 +47,7 @@ _FROM_MEMORY = re.compile(
 _ADVICE = re.compile(
     r"\bshould\b|\b(?:would|do|can) you (?:recommend|suggest|advise)\b", re.IGNORECASE
 )
+_COUNT = re.compile(r"\bhow (?:many|much)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _CLAUSE = re.compile(r"[,:;.!?\n]+")
 
@@ -60,9 +61,11 @@ def answers_from_memory(message: str) -> bool:
 def asks_advice(message: str) -> bool:
     """Whether `message` asks what should be done ("Which span should it run on?", "Anything
     I should know first?", "What would you recommend?"): a plan or an opinion is asked for,
-    which comes from what is known, and any action waits for the user's answer to it."""
+    which comes from what is known, and any action waits for the user's answer to it. A
+    question that also asks how many or how much ("How many spans are there, and how big
+    should the dataset be?") asks for data as well, and is not advice alone."""
     return any(
-        sentence.rstrip().endswith("?") and _ADVICE.search(sentence)
+        sentence.rstrip().endswith("?") and _ADVICE.search(sentence) and not _COUNT.search(sentence)
         for sentence in _SENTENCE.findall(message.replace("’", "'"))
     )
 

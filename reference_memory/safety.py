@@ -15,11 +15,17 @@ from reference_memory.calls import Caller, ModelCallError
 from reference_memory.model import Message
 from reference_memory.templates import render
 
+# The reason's bound, in characters: with the verdict before it, a reason this long fits the
+# safety role's 120 tokens (DEFAULT_MAX_TOKENS), so a model that runs on inside its reason
+# still gives a verdict, where the string would otherwise be cut off and the gate fail. A
+# grammar-constrained back end closes the string at the bound; another may ignore it.
+REASON_CHARS = 300
+
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "verdict": {"type": "string", "enum": ["allow", "block"]},
-        "reason": {"type": "string"},
+        "reason": {"type": "string", "maxLength": REASON_CHARS},
     },
     "required": ["verdict", "reason"],
     "additionalProperties": False,

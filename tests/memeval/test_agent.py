@@ -202,6 +202,7 @@ def test_a_question_of_what_should_be_done_asks_for_advice_not_action(message: s
         "Make a dataset of agent-prod spans. Datasets should always have 70 rows.",
         "Which evaluators are attached to agent-prod?",
         "Run the eval on v3 and tell me whether it's fixed.",
+        "How many spans does agent-prod have, and how big should my dataset be?",
     ],
 )
 def test_a_rule_or_a_plain_question_is_not_advice(message: str) -> None:
