@@ -130,10 +130,10 @@ class ChatAgent:
     advising (it creates the dataset it was asked how to set up). The tools stay listed in
     every request, the answer round included, so a back end's prefix cache serves what the
     earlier rounds evaluated; a model that calls in the answer round anyway is asked once
-    more without tools. Otherwise the model chooses, for
-    up to `max_tool_rounds` rounds of calls. `None` turns any of the rules off; `tool_first` wins
-    when it applies ("Make the dataset from what we already found"), and it already yields to
-    a question of how an action should be done (`needs_tool_first`).
+    more without tools. Otherwise the model chooses, for up to `max_tool_rounds` rounds of
+    calls. `None` turns any of the rules off; `tool_first` wins when it applies ("Make the
+    dataset from what we already found"), and it already yields to a question of how an
+    action should be done (`needs_tool_first`).
 
     A call round whose reply cannot be used (ReplyError: a call cut off or repeating itself)
     is followed at once by the answer round, with the tools and results the turn already
