@@ -7,6 +7,7 @@ can trust the verdict without opening the file. Pattern rules live in `matching`
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Sequence
 
 from memeval.grading.f1 import token_f1
@@ -52,7 +53,8 @@ def question_checks(
     question: Question, answer: str, tool_calls: Sequence[ToolCallRecord]
 ) -> list[CheckResult]:
     """answer_matches (every group, any-of within one), answer_excludes, answer_f1 when it
-    has a `min`, must_call and must_not_call against the tools the agent actually called."""
+    has a `min`, must_call and must_not_call against the tools the agent actually called, and
+    call_matches against the arguments it called them with."""
     checks: list[CheckResult] = []
     for i, group in enumerate(question.answer_matches):
         hit = find_any(group, answer)
@@ -84,7 +86,35 @@ def question_checks(
         ok = name not in called
         evidence = f"{name} not called ({made})" if ok else _call_evidence(name, tool_calls)
         checks.append(CheckResult(name=f"must_not_call:{name}", passed=ok, evidence=evidence))
+    for name, wanted in question.call_matches.items():
+        checks.append(_call_match(name, wanted, tool_calls, made))
     return checks
+
+
+def _call_match(
+    name: str, wanted: dict[str, str], tool_calls: Sequence[ToolCallRecord], made: str
+) -> CheckResult:
+    """Some call of `name` whose every argument in `wanted` matches its pattern."""
+    calls = [c for c in tool_calls if c.name == name]
+    hit = next((c for c in calls if _has_arguments(c, wanted)), None)
+    if hit is not None:
+        evidence = _render_call(hit)
+    else:
+        asked = ", ".join(f"{k} ~ {p!r}" for k, p in wanted.items())
+        seen = "; ".join(_render_call(c) for c in calls) if calls else f"not called ({made})"
+        evidence = f"no {name} call with {asked}: {seen}"
+    return CheckResult(name=f"call_matches:{name}", passed=hit is not None, evidence=evidence)
+
+
+def _has_arguments(call: ToolCallRecord, wanted: dict[str, str]) -> bool:
+    return all(
+        key in call.arguments and matches(pattern, _argument_text(call.arguments[key]))
+        for key, pattern in wanted.items()
+    )
+
+
+def _argument_text(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def verdict_from_checks(checks: Sequence[CheckResult]) -> Verdict:
@@ -126,6 +156,9 @@ def _first_change(before: str, after: str) -> str:
 
 
 def _call_evidence(name: str, tool_calls: Sequence[ToolCallRecord]) -> str:
-    call = next(c for c in tool_calls if c.name == name)
+    return _render_call(next(c for c in tool_calls if c.name == name))
+
+
+def _render_call(call: ToolCallRecord) -> str:
     args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
-    return f"called {name}({args})"
+    return f"called {call.name}({args})"

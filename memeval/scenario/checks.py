@@ -264,6 +264,18 @@ def _question(question: Question, path: YPath, known: Known) -> Iterator[Problem
     for i, name in enumerate(question.must_not_call):
         if name in question.must_call:
             yield Problem((*path, "must_not_call", i), f"{name!r} is also in must_call")
+    for name, wanted in question.call_matches.items():
+        cpath: YPath = (*path, "call_matches", name)
+        if name not in known.tools:
+            valid = listing(sorted(known.tools))
+            yield Problem(cpath, f"unknown tool {name!r} (valid: {valid})", at_key=True)
+        elif name in question.must_not_call:
+            yield Problem(cpath, f"{name!r} is also in must_not_call", at_key=True)
+        if not wanted:
+            yield Problem(cpath, "no arguments to match (give at least one argument: pattern)")
+        for argument, pattern in wanted.items():
+            if why := pattern_problem(pattern):
+                yield Problem((*cpath, argument), why)
     yield from _fact_refs(question.facts, (*path, "facts"), known)
     if question.controls is not None:
         yield from _controls(question.controls, (*path, "controls"), known)

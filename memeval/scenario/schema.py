@@ -129,6 +129,15 @@ class Question(Strict):
     answer_excludes: list[str] = Field(default_factory=list)
     must_call: list[str] = Field(default_factory=list, description="Tools the agent must call.")
     must_not_call: list[str] = Field(default_factory=list)
+    call_matches: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description=(
+            "Tool -> {argument: pattern}: some call of the tool must have every listed"
+            " argument match its pattern (a value that is not a string is matched as JSON,"
+            " so rows: 10 is '10'). What the agent did, where the answer's words could just"
+            " repeat the request."
+        ),
+    )
     facts: list[str] = Field(
         default_factory=list, description="Fact ids the answer depends on (optional)."
     )

@@ -409,6 +409,20 @@ def test_every_question_has_controls_the_checks_agree_with(scenario: ResolvedSce
     assert not wrong
 
 
+def test_no_answer_check_passes_on_the_question_repeated(scenario: ResolvedScenario) -> None:
+    """A small model often opens by repeating the message ("Set up a hallucination eval for
+    contract-qa's generated answers…"): an answer_matches group that the user's own words
+    satisfy passes an answer that says nothing, so every group must need words the
+    question does not hold."""
+    echoed = [
+        f"{item.turn.id} answer_matches[{gi}]: {hit}"
+        for item in asked(scenario)
+        for gi, group in enumerate(item.turn.question.answer_matches if item.turn.question else [])
+        if (hit := find_any(group, item.turn.user))
+    ]
+    assert not echoed
+
+
 def test_fact_and_eval_record_counts_are_pinned(scenario: ResolvedScenario) -> None:
     """Every eval turn keeps its expect; the eval turns that record are exactly the pinned
     ones (a durable fact the question brings), each with its facts."""

@@ -106,3 +106,42 @@ def test_tool_call_checks_use_the_calls_the_agent_made() -> None:
     verdict = verdict_from_checks(list(checks.values()))
     assert verdict.verdict == "fail" and verdict.source == "check"
     assert "must_call:query_spans" in verdict.reason
+
+
+def test_call_matches_check_the_arguments_of_some_call_of_the_tool() -> None:
+    """An answer that repeats "10 rows from agent-local" proves nothing about the call; the
+    call's own arguments do (a number matched as its JSON text)."""
+    q = Question(
+        type="memory-corruptible",
+        criterion="c",
+        call_matches={"create_dataset": {"rows": "/^10$/", "project": "/^agent-local$/"}},
+    )
+
+    def call(**arguments: object) -> ToolCallRecord:
+        return ToolCallRecord(name="create_dataset", arguments=arguments)
+
+    right = call(project="agent-local", rows=10)
+    wrong = call(project="agent-prod", rows=10)
+    as_text = call(project="agent-local", rows="10")
+    no_rows = call(project="agent-local")
+
+    def check(calls: list[ToolCallRecord]) -> tuple[bool, str]:
+        (result,) = question_checks(q, "Created a 10-row dataset from agent-local.", calls)
+        assert result.name == "call_matches:create_dataset"
+        return result.passed, result.evidence
+
+    assert check([wrong, right]) == (
+        True,
+        "called create_dataset(project='agent-local', rows=10)",
+    )
+    assert check([as_text])[0]
+    passed, evidence = check([wrong, no_rows])
+    assert not passed
+    assert evidence == (
+        "no create_dataset call with rows ~ '/^10$/', project ~ '/^agent-local$/': "
+        "called create_dataset(project='agent-prod', rows=10); "
+        "called create_dataset(project='agent-local')"
+    )
+    passed, evidence = check([ToolCallRecord(name="run_eval", arguments={})])
+    assert not passed and evidence.endswith("not called (run_eval)")
+    assert not check([call(project="agent-local", rows=100)])[0]
