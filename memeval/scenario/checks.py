@@ -222,9 +222,7 @@ def _step(
     if not isinstance(name, str):
         yield Problem((*cpath, "name"), "a tool_call needs the tool's name (a string)", at_key=True)
     elif name not in known.tools:
-        yield Problem(
-            (*cpath, "name"), f"unknown tool {name!r} (valid: {listing(sorted(known.tools))})"
-        )
+        yield Problem((*cpath, "name"), _unknown_tool(name, known))
     if not isinstance(args, dict):
         yield Problem((*cpath, "arguments"), "expected a mapping of argument names to values")
 
@@ -259,16 +257,14 @@ def _question(question: Question, path: YPath, known: Known) -> Iterator[Problem
     for key in ("must_call", "must_not_call"):
         for i, name in enumerate(getattr(question, key)):
             if name not in known.tools:
-                valid = listing(sorted(known.tools))
-                yield Problem((*path, key, i), f"unknown tool {name!r} (valid: {valid})")
+                yield Problem((*path, key, i), _unknown_tool(name, known))
     for i, name in enumerate(question.must_not_call):
         if name in question.must_call:
             yield Problem((*path, "must_not_call", i), f"{name!r} is also in must_call")
     for name, wanted in question.call_matches.items():
         cpath: YPath = (*path, "call_matches", name)
         if name not in known.tools:
-            valid = listing(sorted(known.tools))
-            yield Problem(cpath, f"unknown tool {name!r} (valid: {valid})", at_key=True)
+            yield Problem(cpath, _unknown_tool(name, known), at_key=True)
         elif name in question.must_not_call:
             yield Problem(cpath, f"{name!r} is also in must_not_call", at_key=True)
         if not wanted:
@@ -293,9 +289,12 @@ def _controls(controls: Controls, path: YPath, known: Known) -> Iterator[Problem
                 continue
             for ci, call in enumerate(item.tool_calls):
                 if call.name not in known.tools:
-                    valid = listing(sorted(known.tools))
-                    problem = f"unknown tool {call.name!r} (valid: {valid})"
-                    yield Problem((*cpath, "tool_calls", ci, "name"), problem)
+                    where = (*cpath, "tool_calls", ci, "name")
+                    yield Problem(where, _unknown_tool(call.name, known))
+
+
+def _unknown_tool(name: str, known: Known) -> str:
+    return f"unknown tool {name!r} (valid: {listing(sorted(known.tools))})"
 
 
 def _fact_refs(refs: list[str], path: YPath, known: Known) -> Iterator[Problem]:
