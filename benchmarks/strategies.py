@@ -10,7 +10,8 @@ interrupted run continues where it stopped (--resume).
         [--updaters ops,cascade] [--gate checklist] [--safety classifier,checklist-model,checklist]
         [--cases ID,...] [--jsonl /tmp/strategies.jsonl] [--resume]
 
-`--safety ""` skips the safety texts; `--report` prints the tables of an existing JSONL.
+`--updaters ""` skips the updater cases and `--safety ""` the safety texts; `--report` prints
+the tables of an existing JSONL.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ async def main(args: argparse.Namespace) -> None:
         for model_name in args.models.split(","):
             model = as_memory_model(LocalModel(model_name))
             jobs: list[tuple[tuple[str, ...], Callable[[], Any]]] = []
-            for strategy in args.updaters.split(","):
+            for strategy in [s for s in args.updaters.split(",") if s]:
                 for case in cases:
                     key: tuple[str, ...] = ("updater", model_name, strategy, case.id)
                     jobs.append(
